@@ -1,0 +1,36 @@
+"""django-ninja authentication: the browser session (with CSRF) or a bearer API token."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja.security import APIKeyCookie, HttpBearer
+
+from accounts.services import api_token_authenticate
+
+__all__ = ["BearerTokenAuth", "SessionAuth", "api_auth"]
+
+
+class SessionAuth(APIKeyCookie):
+    """The logged-in browser session; unsafe methods must carry the CSRF token."""
+
+    param_name = "sessionid"
+
+    def __init__(self) -> None:
+        super().__init__(csrf=True)
+
+    def authenticate(self, request: HttpRequest, key: str | None):
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            return user
+        return None
+
+
+class BearerTokenAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str):
+        user = api_token_authenticate(token=token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+api_auth = [BearerTokenAuth(), SessionAuth()]

@@ -1,0 +1,35 @@
+import os
+import sys
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Migrate, print a one-time admin login link, and serve HTTP + WebSocket with daphne."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default=settings.HOST)
+        parser.add_argument("--port", type=int, default=settings.PORT)
+
+    def handle(self, *args, host: str, port: int, **options):
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write("OpenProgram is starting. Open this one-time login link:\n")
+        call_command("login_link", host=host, port=port)
+        self.stdout.write(f"\nServing on http://{host}:{port}/  (Ctrl-C stops)\n")
+        sys.stdout.flush()
+        daphne = os.path.join(os.path.dirname(sys.executable), "daphne")
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_site.settings")
+        os.execv(
+            daphne,
+            [
+                daphne,
+                "-b",
+                host,
+                "-p",
+                str(port),
+                "--proxy-headers",
+                settings.ASGI_APPLICATION.replace(".application", ":application"),
+            ],
+        )

@@ -1,0 +1,35 @@
+"""One-time login links and per-user API tokens. Only hashes are stored."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class LoginToken(models.Model):
+    """A single-use login link, as printed by ``make run``."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"login link for {self.user} ({'used' if self.used_at else 'unused'})"
+
+
+class ApiToken(models.Model):
+    """A bearer token for scripts calling ``/api/``."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

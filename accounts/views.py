@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+
+from accounts.services import InvalidLoginToken, login_token_redeem
+
+
+@login_not_required
+@never_cache
+def token_login(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        user = login_token_redeem(token=token)
+    except InvalidLoginToken as exc:
+        return render(request, "accounts/token_invalid.html", {"message": str(exc)}, status=403)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    return redirect("/")
+
+
+@login_not_required
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})

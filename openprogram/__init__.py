@@ -1,0 +1,1 @@
+"""OpenProgram: a function-calling framework. ``from openprogram import function, Agent``."""

@@ -1,0 +1,34 @@
+"""The JSON API at /api/ (OpenAPI docs at /api/docs), assembled from each app's router."""
+
+from __future__ import annotations
+
+from ninja import NinjaAPI
+
+from accounts.api_auth import api_auth
+from openprogram_site.api_errors import install_error_handlers
+
+api = NinjaAPI(
+    title="OpenProgram API",
+    version="1",
+    auth=api_auth,
+    docs_url="/docs",
+    urls_namespace="api",
+)
+install_error_handlers(api)
+
+
+@api.get("/me", tags=["account"], summary="The authenticated user")
+def me(request):
+    user = request.user
+    return {"username": user.get_username(), "is_staff": user.is_staff}
+
+
+def _mount_routers() -> None:
+    from chat_app.api import router as chat_router
+    from tools_app.api import router as tools_router
+
+    api.add_router("/", tools_router)
+    api.add_router("/", chat_router)
+
+
+_mount_routers()

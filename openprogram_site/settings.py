@@ -1,0 +1,174 @@
+"""Django settings, every value read from the environment (see README: Configuration)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from openprogram_site.env import env_bool, env_database, env_int, env_list, env_path, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# --- data directory -----------------------------------------------------------------
+OPENPROGRAM_HOME = env_path("OPENPROGRAM_HOME", BASE_DIR / "var")
+OPENPROGRAM_HOME.mkdir(parents=True, exist_ok=True)
+RESULTS_DIR = OPENPROGRAM_HOME / "results"
+WORKSPACES_DIR = env_path("OPENPROGRAM_WORKSPACES", OPENPROGRAM_HOME / "workspaces")
+# A single-user desktop install can point every user's workspace at a real project.
+OPENPROGRAM_WORKSPACE = env_str("OPENPROGRAM_WORKSPACE")
+
+
+def _secret_key() -> str:
+    explicit = env_str("SECRET_KEY")
+    if explicit:
+        if len(explicit) < 32:
+            raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
+        return explicit
+    key_file = OPENPROGRAM_HOME / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DEBUG", False)
+
+# --- network --------------------------------------------------------------------------
+HOST = env_str("HOST", "127.0.0.1")
+PORT = env_int("PORT", 8000, minimum=1, maximum=65535)
+_hosts = {"127.0.0.1", "localhost", "[::1]", HOST}
+_hosts.discard("0.0.0.0")
+_hosts.discard("::")
+ALLOWED_HOSTS = sorted(_hosts | set(env_list("ALLOWED_HOSTS")))
+CSRF_TRUSTED_ORIGINS = sorted(
+    {f"http://{h}:{PORT}" for h in _hosts} | set(env_list("CSRF_TRUSTED_ORIGINS"))
+)
+# Serving beyond loopback is something an operator asks for explicitly.
+BINDS_BEYOND_LOOPBACK = HOST not in {"127.0.0.1", "localhost", "::1"}
+
+# --- apps -------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "channels",
+    "accounts",
+    "tools_app",
+    "chat_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "openprogram_site.urls"
+ASGI_APPLICATION = "openprogram_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env_database("DATABASE_URL", OPENPROGRAM_HOME / "db.sqlite3")}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # WAL + a busy timeout let the server and background tasks write side by side.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = OPENPROGRAM_HOME / "static"
+# daphne does not serve static files; the ASGI app does unless a proxy takes over.
+SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+# --- security ---------------------------------------------------------------------------
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+_https = env_bool("HTTPS", False)
+SESSION_COOKIE_SECURE = _https
+CSRF_COOKIE_SECURE = _https
+SECURE_SSL_REDIRECT = _https and env_bool("SECURE_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _https else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _https
+SECURE_HSTS_PRELOAD = _https
+if _https:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    CSRF_TRUSTED_ORIGINS += [o.replace("http://", "https://") for o in CSRF_TRUSTED_ORIGINS]
+
+# --- OpenProgram --------------------------------------------------------------------------
+# Models offered in the composer. The offline model is always first and always present.
+OPENPROGRAM_MODELS = ["offline", *[m for m in env_list("OPENPROGRAM_MODELS") if m != "offline"]]
+OPENPROGRAM_DEFAULT_MODEL = env_str("OPENPROGRAM_DEFAULT_MODEL", "offline")
+if OPENPROGRAM_DEFAULT_MODEL not in OPENPROGRAM_MODELS:
+    OPENPROGRAM_MODELS.append(OPENPROGRAM_DEFAULT_MODEL)
+# Program packages whose PROGRAM_ENTRIES are loaded at start-up (plus entry points).
+OPENPROGRAM_PACKAGES = env_list("OPENPROGRAM_PACKAGES")
+# Shell access. bash always needs approval; beyond loopback it is off unless allowed.
+OPENPROGRAM_ALLOW_SHELL = env_bool("OPENPROGRAM_ALLOW_SHELL", not BINDS_BEYOND_LOOPBACK)
+APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
+SEARXNG_URL = env_str("SEARXNG_URL")
+WEB_FETCH_ALLOW_HOSTS = env_list("WEB_FETCH_ALLOW_HOSTS")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}

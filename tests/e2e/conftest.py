@@ -1,0 +1,60 @@
+"""Browser fixtures: a real daphne server and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.servers import PASSWORD, make_server
+
+# Playwright's sync API runs its own event loop; Django must allow sync DB access
+# in fixtures that run beside it.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    srv = make_server(tmp_path_factory.mktemp("e2e-home"))
+    srv.create_users()
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    context.set_default_timeout(15_000)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+def login(page, server, username: str = "alice") -> None:
+    page.goto(server.url + "/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_selector("[data-testid=username]")

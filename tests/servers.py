@@ -1,0 +1,121 @@
+"""Start a real daphne server as a subprocess for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "correct-horse-battery-staple"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before answering {url}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except Exception as exc:  # not up yet
+            last = exc
+        time.sleep(0.05)
+    raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+
+
+@dataclass
+class DaphneServer:
+    home: Path
+    port: int
+    env: dict[str, str]
+    proc: subprocess.Popen | None = None
+    log_path: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def manage(self, *args: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout
+
+    def shell(self, code: str) -> str:
+        return self.manage("shell", "-c", code)
+
+    def create_users(self) -> None:
+        self.shell(
+            "from django.contrib.auth import get_user_model as g; U=g();"
+            f"U.objects.create_user('alice', password={PASSWORD!r});"
+            f"U.objects.create_user('bob', password={PASSWORD!r});"
+            f"U.objects.create_superuser('root', password={PASSWORD!r})"
+        )
+
+    def start(self) -> None:
+        self.log_path = self.home / "daphne.log"
+        log = open(self.log_path, "w")  # noqa: SIM115 - closed by the process lifetime
+        self.proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "openprogram_site.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for_http(self.url + "/healthz", proc=self.proc)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path and self.log_path.exists() else ""
+
+
+def make_server(home: Path, **extra_env: str) -> DaphneServer:
+    port = free_port()
+    env = {
+        **os.environ,
+        "OPENPROGRAM_HOME": str(home),
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "DJANGO_SETTINGS_MODULE": "openprogram_site.settings",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        **extra_env,
+    }
+    env.pop("DATABASE_URL", None) if "DATABASE_URL" not in extra_env else None
+    server = DaphneServer(home=home, port=port, env=env, extra_env=extra_env)
+    server.manage("migrate", "--noinput", "-v", "0")
+    return server
