@@ -1,0 +1,178 @@
+"""Events a turn yields, and the plain request that starts one.
+
+Events are small, typed, JSON-serialisable dataclasses that know nothing of
+Django. ``event.to_dict()`` gives ``{"type": ..., **fields}``; the web app
+stores that in run history and relays it to every open tab.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from openprogram.agent.context import QuestionRequest
+from openprogram.agent.types import ApprovalDecision, ApprovalRequest
+
+__all__ = [
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "Event",
+    "QuestionAsked",
+    "TextDelta",
+    "TodoUpdated",
+    "ToolCallStarted",
+    "ToolFinished",
+    "ToolUpdate",
+    "ToolsResolved",
+    "TurnError",
+    "TurnFinished",
+    "TurnRequest",
+    "HistoryMessage",
+]
+
+
+@dataclass
+class Event:
+    type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **asdict(self)}
+
+
+@dataclass
+class ToolsResolved(Event):
+    """First event of a turn: what the model is offered, and why the rest is not."""
+
+    type: ClassVar[str] = "tools_resolved"
+    tools: list[str]
+    deferred: list[str]
+    explain: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    model: str = ""
+
+
+@dataclass
+class TextDelta(Event):
+    type: ClassVar[str] = "text_delta"
+    text: str
+
+
+@dataclass
+class ToolCallStarted(Event):
+    type: ClassVar[str] = "tool_call_started"
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | str
+    parent_call_id: str | None = None
+
+
+@dataclass
+class ToolUpdate(Event):
+    type: ClassVar[str] = "tool_update"
+    call_id: str
+    text: str
+
+
+@dataclass
+class ApprovalRequested(Event):
+    type: ClassVar[str] = "approval_requested"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    reason: str = ""
+
+
+@dataclass
+class ApprovalResolved(Event):
+    type: ClassVar[str] = "approval_resolved"
+    call_id: str
+    approved: bool
+    reason: str = ""
+
+
+@dataclass
+class QuestionAsked(Event):
+    type: ClassVar[str] = "question_asked"
+    call_id: str
+    question: str
+    choices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TodoUpdated(Event):
+    type: ClassVar[str] = "todo_updated"
+    todos: list[dict[str, Any]]
+
+
+@dataclass
+class ToolFinished(Event):
+    type: ClassVar[str] = "tool_finished"
+    call_id: str
+    name: str
+    preview: str
+    is_error: bool = False
+    truncated: bool = False
+    full_result_path: str | None = None
+    duration_ms: float = 0.0
+    parent_call_id: str | None = None
+
+
+@dataclass
+class TurnFinished(Event):
+    type: ClassVar[str] = "turn_finished"
+    stop_reason: Literal["completed", "stopped", "step_limit", "error"] = "completed"
+    usage: dict[str, int] = field(default_factory=dict)
+    text: str = ""
+    steps: int = 0
+
+
+@dataclass
+class TurnError(Event):
+    type: ClassVar[str] = "error"
+    message: str
+    kind: str = "error"
+    """e.g. ``provider_auth``, ``provider_bad_request``, ``provider_unavailable``, ``internal``."""
+
+
+@dataclass
+class HistoryMessage:
+    """Earlier conversation text. Tool results never appear here (spec: run history only)."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+@dataclass
+class TurnRequest:
+    """Everything a turn needs, as plain values; built by the web app, the CLI or a script."""
+
+    text: str
+    history: list[HistoryMessage] = field(default_factory=list)
+    model: str = "offline"
+    user_id: str | int | None = None
+    conversation_id: str | int | None = None
+    profile_tools: list[str] | None = None
+    """Layer 2b: the tool profile's names; None means the default profile (all exposed)."""
+    toolset: str | None = None
+    """Layer 2b/3: a preset or named profile (from an agent profile's tools.toolset)."""
+    allow: list[str] | None = None
+    deny: list[str] | None = None
+    disabled: set[str] = field(default_factory=set)
+    """Layer 5: globally disabled tool names."""
+    tools_on: bool = True
+    web_search_on: bool = True
+    plan_mode: bool = False
+    source: str | None = None
+    attended: bool = True
+    system_prompt: str | None = None
+    workspace: Path | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    approval_hook: Callable[[ApprovalRequest], Awaitable[ApprovalDecision]] | None = None
+    question_hook: Callable[[QuestionRequest], Awaitable[str]] | None = None
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    max_steps: int = 25
+    can_use_context: dict[str, Any] = field(default_factory=dict)
+    """Passed to each tool's layer-4 ``can_use`` gate (user, role...)."""

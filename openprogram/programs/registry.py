@@ -1,0 +1,172 @@
+"""The one registry shared by @function tools, Agent methods, plugins and MCP servers.
+
+Layer 2 (exposure) reads from here: a tool is exposed when it is registered and
+its ``expose`` is true. Toolset membership (layer 2b) and the ``unsafe_in``
+channel blacklist (layer 3) are kept beside the tools so resolution never walks
+decorator internals. All mutation happens under one lock; readers get snapshots.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from openprogram.agent.types import AgentTool
+
+__all__ = [
+    "DuplicateToolError",
+    "RegistrySnapshot",
+    "all_tools",
+    "filter_for",
+    "toolset_members",
+    "unsafe_in_channel",
+    "get",
+    "register",
+    "registry_version",
+    "reset_registry",
+    "restore_registry",
+    "snapshot_registry",
+    "unregister",
+]
+
+
+class DuplicateToolError(ValueError):
+    """A second tool tried to take a name that is already registered."""
+
+
+_lock = threading.RLock()
+_registry: dict[str, AgentTool] = {}
+_toolset_membership: dict[str, set[str]] = {}
+_unsafe_in_channel: dict[str, set[str]] = {}
+_version = 0
+"""Bumped on every change so caches built from the registry know when to rebuild."""
+
+
+@dataclass(frozen=True)
+class RegistrySnapshot:
+    tools: dict[str, AgentTool]
+    toolsets: dict[str, frozenset[str]]
+    unsafe_in: dict[str, frozenset[str]]
+
+
+def _index(tool: AgentTool) -> None:
+    for toolset in tool.toolsets:
+        _toolset_membership.setdefault(toolset, set()).add(tool.name)
+    for channel in tool.unsafe_in:
+        _unsafe_in_channel.setdefault(channel, set()).add(tool.name)
+
+
+def _unindex(name: str) -> None:
+    for members in (*_toolset_membership.values(), *_unsafe_in_channel.values()):
+        members.discard(name)
+
+
+def register(tool: AgentTool, *, override: bool = False) -> AgentTool:
+    """Add ``tool``; a second tool with the same name is refused unless ``override``."""
+    global _version
+    with _lock:
+        existing = _registry.get(tool.name)
+        if existing is not None and existing is not tool and not override:
+            raise DuplicateToolError(
+                f"a tool named {tool.name!r} is already registered "
+                f"(source={existing.source!r}); pass override=True to replace it"
+            )
+        if existing is not None:
+            _unindex(tool.name)
+        _registry[tool.name] = tool
+        _index(tool)
+        _version += 1
+    return tool
+
+
+def unregister(name: str) -> AgentTool | None:
+    global _version
+    with _lock:
+        tool = _registry.pop(name, None)
+        if tool is not None:
+            _unindex(name)
+            _version += 1
+        return tool
+
+
+def get(name: str) -> AgentTool | None:
+    return _registry.get(name)
+
+
+def all_tools() -> list[AgentTool]:
+    """Every registered tool, exposed or not, in registration order."""
+    with _lock:
+        return list(_registry.values())
+
+
+def registry_version() -> int:
+    return _version
+
+
+def toolset_members(toolset: str) -> frozenset[str]:
+    with _lock:
+        return frozenset(_toolset_membership.get(toolset, ()))
+
+
+def unsafe_in_channel(channel: str) -> frozenset[str]:
+    with _lock:
+        return frozenset(_unsafe_in_channel.get(channel, ()))
+
+
+def filter_for(
+    *,
+    toolset: str | None = None,
+    source: str | None = None,
+    names: Iterable[str] | None = None,
+    exposed_only: bool = True,
+) -> list[AgentTool]:
+    """Registered tools matching every given criterion.
+
+    ``toolset`` keeps members of that author-declared toolset, ``source`` keeps
+    tools whose channel blacklist does NOT contain it (layer 3), ``names`` keeps
+    only those names. ``exposed_only`` applies layer 2.
+    """
+    wanted = set(names) if names is not None else None
+    with _lock:
+        members = _toolset_membership.get(toolset, set()) if toolset is not None else None
+        hidden = _unsafe_in_channel.get(source, set()) if source is not None else set()
+        return [
+            tool
+            for name, tool in _registry.items()
+            if (not exposed_only or tool.expose)
+            and (members is None or name in members)
+            and name not in hidden
+            and (wanted is None or name in wanted)
+        ]
+
+
+def reset_registry() -> None:
+    """Empty the registry (tests). Prefer snapshot_registry/restore_registry."""
+    global _version
+    with _lock:
+        _registry.clear()
+        _toolset_membership.clear()
+        _unsafe_in_channel.clear()
+        _version += 1
+
+
+def snapshot_registry() -> RegistrySnapshot:
+    with _lock:
+        return RegistrySnapshot(
+            tools=dict(_registry),
+            toolsets={k: frozenset(v) for k, v in _toolset_membership.items()},
+            unsafe_in={k: frozenset(v) for k, v in _unsafe_in_channel.items()},
+        )
+
+
+def restore_registry(snapshot: RegistrySnapshot) -> None:
+    global _version
+    with _lock:
+        _registry.clear()
+        _registry.update(snapshot.tools)
+        _toolset_membership.clear()
+        _toolset_membership.update({k: set(v) for k, v in snapshot.toolsets.items()})
+        _unsafe_in_channel.clear()
+        _unsafe_in_channel.update({k: set(v) for k, v in snapshot.unsafe_in.items()})
+        _version += 1
