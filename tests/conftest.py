@@ -47,3 +47,13 @@ def bob_client(client, bob):
 def admin_client(client, admin_user):
     client.force_login(admin_user)
     return client
+
+
+@pytest.fixture
+def clean_registry():
+    """Let a test register tools freely; the registry is restored afterwards."""
+    from openprogram.programs.registry import restore_registry, snapshot_registry
+
+    snapshot = snapshot_registry()
+    yield
+    restore_registry(snapshot)
