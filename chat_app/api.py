@@ -1,3 +1,171 @@
+"""Conversations and run history over JSON, and unattended turns for scripts.
+
+Mounted at ``/api/``. Another user's conversation or run answers 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest
 from ninja import Router
 
+from chat_app.models import Conversation, Run, ToolCallRecord
+from chat_app.schemas import (
+    ConversationIn,
+    ConversationOut,
+    ConversationPatch,
+    RunDetailOut,
+    RunOut,
+    TurnIn,
+    TurnOptions,
+    TurnOut,
+)
+from chat_app.selectors import conversation_get, conversation_list, run_events, run_get, run_list
+from chat_app.services import (
+    conversation_apply_options,
+    conversation_create,
+    conversation_delete,
+    conversation_rename,
+)
+from chat_app.turns import turn_run_to_completion
+
+__all__ = ["router"]
+
 router = Router(tags=["chat"])
+
+
+def _conversation_out(c: Conversation) -> dict[str, Any]:
+    return {
+        "id": c.pk,
+        "title": c.title,
+        "profile": c.profile_name,
+        "model": c.model,
+        "agent_profile": c.agent_profile_id,
+        "tools_on": c.tools_on,
+        "web_search_on": c.web_search_on,
+        "plan_mode": c.plan_mode,
+        "attended": c.attended,
+        "todos": c.todos,
+        "created": c.created,
+        "updated": c.updated,
+    }
+
+
+def _run_out(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "conversation": run.conversation_id,
+        "status": run.status,
+        "model": run.model,
+        "profile": run.profile_name,
+        "attended": run.attended,
+        "options": run.options,
+        "tools": run.tools,
+        "deferred": run.deferred,
+        "warnings": run.warnings,
+        "usage": run.usage,
+        "text": run.text,
+        "error": run.error,
+        "started": run.started,
+        "finished": run.finished,
+    }
+
+
+def _tool_call_out(record: ToolCallRecord) -> dict[str, Any]:
+    return {
+        "call_id": record.call_id,
+        "name": record.name,
+        "arguments": record.arguments,
+        "status": record.status,
+        "result_preview": record.result_preview,
+        "is_error": record.is_error,
+        "truncated": record.truncated,
+        "has_full_result": bool(record.full_result_path),
+        "duration_ms": record.duration_ms,
+        "parent_call_id": record.parent_call_id,
+    }
+
+
+@router.get("/conversations", response=list[ConversationOut], summary="Your conversations")
+def conversations_list(request: HttpRequest):
+    return [_conversation_out(c) for c in conversation_list(owner=request.user)]
+
+
+@router.post("/conversations", response={201: ConversationOut}, summary="Start a conversation")
+def conversations_create(request: HttpRequest, payload: ConversationIn):
+    conversation = conversation_create(
+        owner=request.user,
+        title=payload.title,
+        profile=payload.profile,
+        model=payload.model,
+        agent_profile=payload.agent_profile,
+    )
+    return 201, _conversation_out(conversation)
+
+
+@router.get("/conversations/{conversation_id}", response=ConversationOut)
+def conversations_get(request: HttpRequest, conversation_id: int):
+    return _conversation_out(conversation_get(owner=request.user, conversation_id=conversation_id))
+
+
+@router.patch(
+    "/conversations/{conversation_id}",
+    response=ConversationOut,
+    summary="Rename, or change the remembered profile, model, agent and toggles",
+)
+def conversations_patch(request: HttpRequest, conversation_id: int, payload: ConversationPatch):
+    conversation = conversation_get(owner=request.user, conversation_id=conversation_id)
+    if payload.title is not None:
+        conversation_rename(conversation=conversation, title=payload.title)
+    sent = payload.model_dump(exclude_unset=True)
+    options = TurnOptions(**{k: v for k, v in sent.items() if k != "title"})
+    clear_agent = "agent_profile" in sent and sent["agent_profile"] is None
+    conversation_apply_options(conversation=conversation, options=options, clear_agent=clear_agent)
+    return _conversation_out(conversation)
+
+
+@router.delete("/conversations/{conversation_id}", response={204: None})
+def conversations_delete(request: HttpRequest, conversation_id: int):
+    conversation_delete(
+        conversation=conversation_get(owner=request.user, conversation_id=conversation_id)
+    )
+    return 204, None
+
+
+@router.get("/conversations/{conversation_id}/runs", response=list[RunOut])
+def conversations_runs(request: HttpRequest, conversation_id: int):
+    return [_run_out(r) for r in run_list(owner=request.user, conversation_id=conversation_id)]
+
+
+@router.get("/runs/{run_id}", response=RunDetailOut, summary="A run with its events and tool calls")
+def runs_get(request: HttpRequest, run_id: int):
+    run = run_get(owner=request.user, run_id=run_id)
+    return {
+        **_run_out(run),
+        "explain": run.explain,
+        "events": run_events(run_id=run.pk),
+        "tool_calls": [_tool_call_out(t) for t in run.tool_calls.order_by("created", "id")],
+    }
+
+
+@router.post(
+    "/conversations/{conversation_id}/turns",
+    response=TurnOut,
+    summary="Run an unattended turn to completion",
+    description="Approvals are denied and ask_user_question is withheld (nobody is attending). "
+    "The run's events and tool calls are at GET /api/runs/{run_id}.",
+)
+async def conversations_turn(request: HttpRequest, conversation_id: int, payload: TurnIn):
+    user = await sync_to_async(lambda: request.user)()
+    options = TurnOptions(**payload.model_dump(exclude={"text", "attended"}))
+    outcome = await turn_run_to_completion(
+        user=user, conversation_id=conversation_id, text=payload.text, options=options
+    )
+    return {
+        "run_id": outcome.run_id,
+        "status": outcome.status,
+        "text": outcome.text,
+        "error": outcome.error,
+    }

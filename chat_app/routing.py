@@ -1,2 +1,11 @@
+"""WebSocket routes (mounted inside the auth and origin checks in ``asgi.py``)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from chat_app.consumers import ChatConsumer
+
+__all__ = ["websocket_urlpatterns"]
+
+websocket_urlpatterns = [
+    path("ws/chat/<int:conversation_id>/", ChatConsumer.as_asgi()),
+]

@@ -1,6 +1,87 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+"""The chat page (sidebar, transcript, composer) and the owner-only full-result download."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from chat_app.markdown import render_markdown
+from chat_app.selectors import (
+    conversation_get,
+    conversation_list,
+    conversation_transcript,
+    model_choices,
+    tool_result_path,
+)
+from chat_app.services import conversation_create
+from openprogram_site.api_errors import NotFoundError
+
+__all__ = ["chat_home", "conversation_new", "conversation_page", "tool_result_download"]
 
 
+def _composer_context(request: HttpRequest) -> dict:
+    from tools_app.selectors import agent_profile_list, profile_names
+
+    return {
+        "profiles": profile_names(owner=request.user),
+        "agent_profiles": agent_profile_list(owner=request.user),
+        "models": model_choices(),
+    }
+
+
+@require_GET
 def chat_home(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat_app/chat.html", {})
+    """The newest conversation, or an empty page inviting a first message."""
+    latest = conversation_list(owner=request.user).first()
+    if latest is not None:
+        return redirect("chat:conversation", conversation_id=latest.pk)
+    return render(
+        request,
+        "chat_app/chat.html",
+        {"conversations": [], "conversation": None, **_composer_context(request)},
+    )
+
+
+@require_POST
+def conversation_new(request: HttpRequest) -> HttpResponse:
+    conversation = conversation_create(owner=request.user)
+    return redirect("chat:conversation", conversation_id=conversation.pk)
+
+
+@require_GET
+def conversation_page(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    try:
+        conversation = conversation_get(owner=request.user, conversation_id=conversation_id)
+    except NotFoundError as exc:
+        raise Http404(exc.message) from exc
+    runs = conversation_transcript(conversation=conversation)
+    for run in runs:
+        replies = [m for m in run.messages.all() if m.role == "assistant"]
+        run.reply_html = render_markdown(replies[-1].text) if replies else ""
+        run.user_text = next((m.text for m in run.messages.all() if m.role == "user"), "")
+        for call in run.tool_calls.all():
+            call.arguments_json = json.dumps(call.arguments, indent=2, ensure_ascii=False)
+    return render(
+        request,
+        "chat_app/chat.html",
+        {
+            "conversations": conversation_list(owner=request.user)[:200],
+            "conversation": conversation,
+            "runs": runs,
+            **_composer_context(request),
+        },
+    )
+
+
+@require_GET
+def tool_result_download(request: HttpRequest, run_id: int, call_id: str) -> FileResponse:
+    try:
+        path = tool_result_path(owner=request.user, run_id=run_id, call_id=call_id)
+    except NotFoundError as exc:
+        raise Http404(exc.message) from exc
+    return FileResponse(
+        path.open("rb"), as_attachment=True, filename=path.name, content_type="text/plain"
+    )

@@ -18,6 +18,19 @@ __all__ = ["Config", "configure", "get_config"]
 class Config:
     home: Path
     results_dir: Path
+    workspaces_dir: Path | None = None
+    """Per-user workspaces live below this; None means ``home / "workspaces"``."""
+    workspace: Path | None = None
+    """One shared workspace for every user (a single-user desktop pointing at a project)."""
+    allow_shell: bool = True
+    """The bash tool's layer-4 gate; the web app turns it off when it binds beyond loopback."""
+    searxng_url: str = ""
+    search_api_key: str = ""
+    """A Brave Search API key (``BRAVE_API_KEY`` in the environment works too)."""
+    web_fetch_allow_hosts: tuple[str, ...] = ()
+    """``host`` or ``host:port`` entries that may be fetched even on private addresses."""
+    web_fetch_max_bytes: int = 2_000_000
+    web_fetch_timeout: float = 20.0
 
 
 def _default() -> Config:
@@ -28,12 +41,32 @@ def _default() -> Config:
 _config: Config | None = None
 
 
-def configure(*, home: Path | str, results_dir: Path | str | None = None) -> Config:
+def configure(
+    *,
+    home: Path | str,
+    results_dir: Path | str | None = None,
+    workspaces_dir: Path | str | None = None,
+    workspace: Path | str | None = None,
+    allow_shell: bool = True,
+    searxng_url: str = "",
+    search_api_key: str = "",
+    web_fetch_allow_hosts: tuple[str, ...] | list[str] = (),
+    web_fetch_max_bytes: int = 2_000_000,
+    web_fetch_timeout: float = 20.0,
+) -> Config:
     global _config
     home_path = Path(home).expanduser().resolve()
     _config = Config(
         home=home_path,
         results_dir=Path(results_dir).resolve() if results_dir else home_path / "results",
+        workspaces_dir=Path(workspaces_dir).expanduser().resolve() if workspaces_dir else None,
+        workspace=Path(workspace).expanduser().resolve() if workspace else None,
+        allow_shell=allow_shell,
+        searxng_url=searxng_url,
+        search_api_key=search_api_key,
+        web_fetch_allow_hosts=tuple(web_fetch_allow_hosts),
+        web_fetch_max_bytes=web_fetch_max_bytes,
+        web_fetch_timeout=web_fetch_timeout,
     )
     return _config
 

@@ -19,3 +19,12 @@ def start_background_services() -> None:
         home=settings.OPENPROGRAM_HOME,
         results_dir=settings.RESULTS_DIR,
     )
+    from openprogram.programs.loader import load_program_packages
+
+    load_program_packages(settings.OPENPROGRAM_PACKAGES)  # logs failures, never raises
+    from tools_app.catalog_sync import tool_catalog_sync_at_startup
+
+    tool_catalog_sync_at_startup()  # logs a missing table, never raises
+    from tools_app.mcp_services import mcp_servers_start
+
+    mcp_servers_start()  # connects in the background; atexit closes every server

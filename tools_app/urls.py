@@ -6,4 +6,20 @@ app_name = "tools"
 
 urlpatterns = [
     path("", views.programs_page, name="programs"),
+    path("catalog/", views.catalog, name="catalog"),
+    path("tools/<str:name>/", views.tool_detail, name="tool"),
+    path("tools/<str:name>/disable/", views.tool_toggle_disabled, name="tool-disable"),
+    path("new-profile/", views.profile_create, name="profile-create"),
+    path("import-profiles/", views.profiles_import, name="profiles-import"),
+    path("profiles/<str:name>/", views.profile_panel, name="profile"),
+    path("profiles/<str:name>/rename/", views.profile_rename, name="profile-rename"),
+    path("profiles/<str:name>/duplicate/", views.profile_duplicate, name="profile-duplicate"),
+    path("profiles/<str:name>/delete/", views.profile_delete, name="profile-delete"),
+    path("profiles/<str:name>/activate/", views.profile_activate, name="profile-activate"),
+    path("profiles/<str:name>/tools/add/", views.profile_add_tool, name="profile-add-tool"),
+    path(
+        "profiles/<str:name>/tools/<str:tool>/remove/",
+        views.profile_remove_tool,
+        name="profile-remove-tool",
+    ),
 ]

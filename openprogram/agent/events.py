@@ -174,5 +174,9 @@ class TurnRequest:
     question_hook: Callable[[QuestionRequest], Awaitable[str]] | None = None
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     max_steps: int = 25
+    approval_timeout: float = 300.0
+    named_profiles: dict[str, list[str]] | None = None
+    """The user's tool profiles by name, so ``toolset`` may name one (layer 2b)."""
+    """Seconds an approval or a question waits for the human before it counts as denied."""
     can_use_context: dict[str, Any] = field(default_factory=dict)
     """Passed to each tool's layer-4 ``can_use`` gate (user, role...)."""

@@ -10,6 +10,7 @@ tool) implement :meth:`AgentTool.execute`.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,6 +24,7 @@ __all__ = [
     "OnUpdate",
     "ToolCall",
     "ToolSource",
+    "availability_epoch",
 ]
 
 ToolSource = Literal["builtin", "plugin", "agent", "mcp"]
@@ -78,6 +80,15 @@ class ApprovalRequest:
 class ApprovalDecision:
     approved: bool
     reason: str = ""
+
+
+_epochs = itertools.count(1)
+_availability_epoch = 0
+
+
+def availability_epoch() -> int:
+    """Changes whenever any tool's ``unavailable_reason`` is set."""
+    return _availability_epoch
 
 
 class AgentTool:
@@ -145,8 +156,19 @@ class AgentTool:
         self.stream_capacity_chars = stream_capacity_chars
         self.cache = cache
         self.cache_ttl = cache_ttl
-        self.unavailable_reason: str | None = None
+        self._unavailable_reason: str | None = None
+
+    @property
+    def unavailable_reason(self) -> str | None:
         """Set by owners that know a tool cannot run now (e.g. its MCP server is down): layer 4."""
+        return self._unavailable_reason
+
+    @unavailable_reason.setter
+    def unavailable_reason(self, reason: str | None) -> None:
+        global _availability_epoch
+        self._unavailable_reason = reason
+        # Resolution caches which tools carry a reason; this tells it to look again.
+        _availability_epoch = next(_epochs)
 
     @property
     def summary(self) -> str:

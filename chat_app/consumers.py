@@ -1,0 +1,168 @@
+"""The conversation socket, ``/ws/chat/<id>/``: relay a turn's events, take the user's input.
+
+Refuses anonymous users (close 4401) and anyone but the conversation's owner (close
+4404, as if it did not exist). On connect it sends a catch-up of the latest run from
+history, then joins the conversation's group so every event of a running turn arrives
+live; the browser drops what it already has by ``seq``. A frame it cannot use (bad
+JSON, unknown type, missing field, over 64 KB) gets an error frame; the socket stays.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from pydantic import ValidationError
+
+from chat_app.schemas import MAX_FRAME_BYTES, UserMessageFrame, parse_client_frame
+from chat_app.turns import (
+    active_turn,
+    events_group,
+    single_process_layer,
+    turn_control_send,
+    turn_start,
+)
+from openprogram_site.api_errors import DomainError
+
+__all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
+
+_log = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+def _owns(user: Any, conversation_id: int) -> bool:
+    from chat_app.models import Conversation
+
+    return Conversation.objects.filter(owner=user, pk=conversation_id).exists()
+
+
+def _catch_up(conversation_id: int) -> dict[str, Any] | None:
+    from chat_app.selectors import run_events, run_latest
+    from chat_app.services import run_abandon_orphans
+
+    run = run_latest(conversation_id=conversation_id)
+    if run is None:
+        return None
+    if run.status == "running" and active_turn(conversation_id) is None and single_process_layer():
+        run_abandon_orphans(
+            conversation_id=conversation_id, reason="the server stopped during this turn"
+        )
+        run.refresh_from_db()
+    return {
+        "type": "catch_up",
+        "run_id": run.pk,
+        "status": run.status,
+        "events": run_events(run_id=run.pk),
+    }
+
+
+def _error_text(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "type") or "frame"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+class ChatConsumer(AsyncJsonWebsocketConsumer):
+    conversation_id: int
+    group: str
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
+        if not await database_sync_to_async(_owns)(user, self.conversation_id):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = events_group(self.conversation_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        turn = active_turn(self.conversation_id)
+        if turn is not None:
+            # Streamed text waits in a buffer between writes; history must have it first.
+            await turn.flush()
+        catch_up = await database_sync_to_async(_catch_up)(self.conversation_id)
+        if catch_up is not None:
+            await self.send_json(catch_up)
+
+    async def disconnect(self, code: int) -> None:
+        # The turn keeps running: it belongs to the conversation, not to this socket.
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if bytes_data is not None or text_data is None:
+            await self._error("bad_frame", "send JSON text frames, not binary")
+            return
+        if len(text_data.encode()) > MAX_FRAME_BYTES:
+            await self._error("too_large", f"frame over {MAX_FRAME_BYTES} bytes")
+            return
+        try:
+            data = json.loads(text_data)
+        except ValueError as exc:
+            await self._error("bad_json", f"not JSON: {exc}")
+            return
+        if not isinstance(data, dict):
+            await self._error("bad_frame", "a frame must be a JSON object with a 'type'")
+            return
+        try:
+            frame = parse_client_frame(data)
+        except ValidationError as exc:
+            await self._error(
+                "bad_frame", f"{data.get('type')!r} frame rejected: {_error_text(exc)}"
+            )
+            return
+        try:
+            await self._handle(frame)
+        except DomainError as exc:
+            await self._error(type(exc).__name__.removesuffix("Error").lower(), exc.message)
+        except Exception as exc:
+            _log.exception("chat frame %r failed", data.get("type"))
+            await self._error("internal", f"could not handle {data.get('type')!r}: {exc}")
+
+    async def _handle(self, frame: Any) -> None:
+        user = self.scope["user"]
+        if isinstance(frame, UserMessageFrame):
+            options = frame.model_dump(exclude={"type", "text", "attended"})
+            from chat_app.schemas import TurnOptions
+
+            await turn_start(
+                user=user,
+                conversation_id=self.conversation_id,
+                text=frame.text,
+                options=TurnOptions(**options, attended=frame.attended),
+                attended=frame.attended,
+            )
+            return
+        await turn_control_send(
+            conversation_id=self.conversation_id,
+            user_id=user.pk,
+            action=frame.type,
+            call_id=getattr(frame, "call_id", ""),
+            reason=getattr(frame, "reason", ""),
+            text=getattr(frame, "text", ""),
+        )
+        if frame.type == "stop" and active_turn(self.conversation_id) is None:
+            await database_sync_to_async(self._stop_orphan)()
+
+    def _stop_orphan(self) -> None:
+        from chat_app.services import run_abandon_orphans
+
+        if single_process_layer():
+            run_abandon_orphans(
+                conversation_id=self.conversation_id, reason="stopped; no turn was running"
+            )
+
+    async def _error(self, kind: str, message: str) -> None:
+        await self.send_json({"type": "error", "kind": kind, "message": message})
+
+    async def chat_event(self, message: dict[str, Any]) -> None:
+        await self.send_json(message["event"])

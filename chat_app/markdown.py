@@ -1,0 +1,49 @@
+"""Assistant text as safe HTML: CommonMark with raw HTML off and links checked.
+
+Contract:
+
+1. Raw HTML in the text is never passed through (``html`` disabled): ``<script>``
+   arrives as text.
+2. A link or image keeps its target only when the scheme is http, https or mailto
+   (or it is relative); anything else (``javascript:``, ``data:``, ``vbscript:``)
+   loses its href/src.
+3. Every link opens with ``rel="noopener noreferrer nofollow"``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from markdown_it import MarkdownIt
+
+__all__ = ["render_markdown"]
+
+_SAFE_SCHEMES = frozenset({"http", "https", "mailto", ""})
+
+
+def _is_safe_url(url: str) -> bool:
+    # Browsers ignore control characters and whitespace inside a scheme; strip them first.
+    cleaned = "".join(ch for ch in url if ch.isprintable() and not ch.isspace())
+    return urlparse(cleaned).scheme.lower() in _SAFE_SCHEMES
+
+
+def _build() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.validateLink = _is_safe_url
+    md.enable("table")
+
+    def link_open(renderer, tokens, idx, options, env):
+        tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
+        tokens[idx].attrSet("target", "_blank")
+        return renderer.renderToken(tokens, idx, options, env)
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+_md = _build()
+
+
+def render_markdown(text: str) -> str:
+    """Safe HTML for ``text`` (see the module contract)."""
+    return _md.render(text or "")

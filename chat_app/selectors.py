@@ -1,0 +1,155 @@
+"""Reads for the chat: conversations, run history, what the composer offers.
+
+Everything is scoped to ``owner``: another user's conversation or run is "not found"
+(404), never "forbidden", so its existence does not leak.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Prefetch, QuerySet
+
+from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
+from openprogram.agent.events import HistoryMessage
+from openprogram_site.api_errors import NotFoundError
+
+__all__ = [
+    "ModelChoice",
+    "conversation_get",
+    "conversation_history",
+    "conversation_list",
+    "conversation_transcript",
+    "model_choices",
+    "model_key_problem",
+    "run_events",
+    "run_get",
+    "run_latest",
+    "run_list",
+    "tool_result_path",
+    "workspace_for",
+]
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str
+    problem: str | None
+    """Why this model cannot run now (a missing API key), or None."""
+
+
+def conversation_list(*, owner: AbstractBaseUser) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(owner=owner).order_by("-updated", "-id")
+
+
+def conversation_get(*, owner: AbstractBaseUser, conversation_id: int) -> Conversation:
+    conversation = Conversation.objects.filter(owner=owner, pk=conversation_id).first()
+    if conversation is None:
+        raise NotFoundError(f"conversation {conversation_id!r} not found")
+    return conversation
+
+
+def conversation_history(*, conversation: Conversation, before: Message) -> list[HistoryMessage]:
+    """Earlier user/assistant text for the next prompt; tool results never appear here."""
+    rows = conversation.messages.filter(created__lte=before.created).exclude(pk=before.pk)
+    return [
+        HistoryMessage(role=row.role, content=row.text)
+        for row in rows.order_by("created", "id")
+        if row.text.strip()
+    ]
+
+
+def conversation_transcript(*, conversation: Conversation) -> list[Run]:
+    """The conversation's runs, oldest first, each with its messages and tool calls."""
+    return list(
+        conversation.runs.order_by("started", "id").prefetch_related(
+            Prefetch("messages", queryset=Message.objects.order_by("created", "id")),
+            Prefetch("tool_calls", queryset=ToolCallRecord.objects.order_by("created", "id")),
+        )
+    )
+
+
+def run_list(*, owner: AbstractBaseUser, conversation_id: int) -> QuerySet[Run]:
+    conversation = conversation_get(owner=owner, conversation_id=conversation_id)
+    return conversation.runs.order_by("-started", "-id")
+
+
+def run_get(*, owner: AbstractBaseUser, run_id: int) -> Run:
+    run = Run.objects.filter(conversation__owner=owner, pk=run_id).first()
+    if run is None:
+        raise NotFoundError(f"run {run_id!r} not found")
+    return run
+
+
+def run_latest(*, conversation_id: int) -> Run | None:
+    return Run.objects.filter(conversation_id=conversation_id).order_by("-started", "-id").first()
+
+
+def run_events(*, run_id: int, after_seq: int = 0) -> list[dict[str, Any]]:
+    rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq")
+    return [{**row.payload, "type": row.type, "seq": row.seq, "run_id": run_id} for row in rows]
+
+
+def tool_result_path(*, owner: AbstractBaseUser, run_id: int, call_id: str) -> Path:
+    """The persisted full result of one call, for its owner only.
+
+    1. The run must belong to ``owner`` (else 404, like any foreign object).
+    2. The call must have recorded a full-result path.
+    3. That path, resolved (symlinks followed), must lie inside the results
+       directory and be a regular file; anything else is "not found".
+    """
+    run = run_get(owner=owner, run_id=run_id)
+    record = run.tool_calls.filter(call_id=call_id).first()
+    if record is None or not record.full_result_path:
+        raise NotFoundError(f"no full result for call {call_id!r}")
+    root = Path(settings.RESULTS_DIR).resolve()
+    path = Path(record.full_result_path).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        raise NotFoundError(f"no full result for call {call_id!r}")
+    return path
+
+
+def workspace_for(*, user: AbstractBaseUser) -> Path:
+    """The user's working directory for file and shell tools (created on first use)."""
+    configured = getattr(settings, "OPENPROGRAM_WORKSPACE", None)
+    path = Path(configured) if configured else Path(settings.WORKSPACES_DIR) / str(user.pk)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def model_key_problem(model: str) -> str | None:
+    """A readable reason ``model`` cannot be called now (missing API key), or None."""
+    if model == "offline":
+        return None
+    return _model_key_problem_cached(model, _provider_env_fingerprint())
+
+
+def _provider_env_fingerprint() -> tuple[str, ...]:
+    # Re-check when keys appear in the environment without restarting.
+    return tuple(sorted(k for k in os.environ if k.endswith(("_API_KEY", "_API_BASE", "_TOKEN"))))
+
+
+@functools.lru_cache(maxsize=64)
+def _model_key_problem_cached(model: str, _fingerprint: tuple[str, ...]) -> str | None:
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    # ~5 s to import: only when a real model is configured.
+    import litellm
+
+    try:
+        check = litellm.validate_environment(model=model)
+    except Exception as exc:  # an unknown provider prefix, for one
+        return f"model {model!r} cannot be checked: {exc}"
+    missing = check.get("missing_keys") or []
+    if check.get("keys_in_environment") or not missing:
+        return None
+    return f"model {model!r} needs {', '.join(missing)} set in the server's environment"
+
+
+def model_choices() -> list[ModelChoice]:
+    return [ModelChoice(name=m, problem=model_key_problem(m)) for m in settings.OPENPROGRAM_MODELS]

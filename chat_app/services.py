@@ -1,0 +1,278 @@
+"""Writes for the chat: conversations, the start and end of a run, and its recorded events.
+
+Validation of what a user may pick (a profile, a model, an agent profile) happens
+here, once, for the page, the API and the socket alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from chat_app.models import (
+    TITLE_MAX,
+    Conversation,
+    Message,
+    Run,
+    RunEvent,
+    RunStatus,
+    ToolCallRecord,
+)
+from chat_app.schemas import TurnOptions
+from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
+
+__all__ = [
+    "NO_AGENT",
+    "conversation_apply_options",
+    "conversation_create",
+    "conversation_delete",
+    "conversation_rename",
+    "run_abandon_orphans",
+    "run_finish",
+    "run_record_events",
+    "run_start",
+]
+
+_TITLE_WORDS = 8
+NO_AGENT = 0
+
+
+def _title_from(text: str) -> str:
+    words = " ".join(text.split()).split(" ")
+    title = " ".join(words[:_TITLE_WORDS])
+    if len(words) > _TITLE_WORDS:
+        title += "…"
+    return title[:TITLE_MAX]
+
+
+def _check_profile(owner: AbstractBaseUser, name: str) -> None:
+    from tools_app.selectors import profile_names
+
+    if name not in profile_names(owner=owner):
+        raise UnprocessableError(f"tool profile {name!r} does not exist")
+
+
+def _check_model(model: str) -> None:
+    if model not in settings.OPENPROGRAM_MODELS:
+        offered = ", ".join(repr(m) for m in settings.OPENPROGRAM_MODELS)
+        raise UnprocessableError(f"model {model!r} is not offered (offered: {offered})")
+
+
+def _check_agent_profile(owner: AbstractBaseUser, agent_profile_id: int) -> None:
+    from tools_app.models import AgentProfile
+
+    if not AgentProfile.objects.filter(owner=owner, pk=agent_profile_id).exists():
+        raise UnprocessableError(f"agent profile {agent_profile_id!r} does not exist")
+
+
+def conversation_create(
+    *,
+    owner: AbstractBaseUser,
+    title: str = "",
+    profile: str | None = None,
+    model: str | None = None,
+    agent_profile: int | None = None,
+) -> Conversation:
+    from tools_app.selectors import active_profile_name
+
+    profile_name = profile or active_profile_name(owner=owner)
+    _check_profile(owner, profile_name)
+    chosen_model = model or settings.OPENPROGRAM_DEFAULT_MODEL
+    _check_model(chosen_model)
+    if agent_profile is not None:
+        _check_agent_profile(owner, agent_profile)
+    return Conversation.objects.create(
+        owner=owner,
+        title=title.strip()[:TITLE_MAX],
+        profile_name=profile_name,
+        model=chosen_model,
+        agent_profile_id=agent_profile,
+    )
+
+
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    title = " ".join(title.split())
+    if not title:
+        raise UnprocessableError("a conversation title cannot be empty")
+    conversation.title = title[:TITLE_MAX]
+    conversation.save(update_fields=["title", "updated"])
+    return conversation
+
+
+def conversation_apply_options(
+    *, conversation: Conversation, options: TurnOptions, clear_agent: bool = False
+) -> Conversation:
+    """Remember the composer's choices on the conversation (profile, model, toggles).
+
+    ``clear_agent`` unsets the agent profile (the API's explicit null); so does the
+    socket's ``agent_profile: 0`` (``NO_AGENT``), since there null means "keep".
+    """
+    owner = conversation.owner
+    changed: list[str] = []
+    if options.profile is not None:
+        _check_profile(owner, options.profile)
+        conversation.profile_name = options.profile
+        changed.append("profile_name")
+    if options.model is not None:
+        _check_model(options.model)
+        conversation.model = options.model
+        changed.append("model")
+    if options.agent_profile == NO_AGENT or (options.agent_profile is None and clear_agent):
+        conversation.agent_profile_id = None
+        changed.append("agent_profile")
+    elif options.agent_profile is not None:
+        _check_agent_profile(owner, options.agent_profile)
+        conversation.agent_profile_id = options.agent_profile
+        changed.append("agent_profile")
+    for flag in ("tools_on", "web_search_on", "plan_mode", "attended"):
+        value = getattr(options, flag)
+        if value is not None:
+            setattr(conversation, flag, value)
+            changed.append(flag)
+    if changed:
+        conversation.save(update_fields=[*changed, "updated"])
+    return conversation
+
+
+def conversation_delete(*, conversation: Conversation) -> None:
+    if conversation.runs.filter(status="running").exists():
+        raise ConflictError(f"conversation {conversation.pk!r} has a turn running; stop it first")
+    conversation.delete()
+
+
+def run_start(*, conversation: Conversation, text: str, attended: bool) -> tuple[Run, Message]:
+    """Open a run and store the user's message; one running turn per conversation."""
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+        if locked is None:
+            raise NotFoundError(f"conversation {conversation.pk!r} not found")
+        if locked.runs.filter(status="running").exists():
+            raise ConflictError("a turn is already running in this conversation; stop it first")
+        run = Run.objects.create(
+            conversation=locked,
+            model=conversation.model,
+            profile_name=conversation.profile_name,
+            attended=attended,
+            options={
+                "tools_on": conversation.tools_on,
+                "web_search_on": conversation.web_search_on,
+                "plan_mode": conversation.plan_mode,
+                "agent_profile": conversation.agent_profile_id,
+            },
+        )
+        message = Message.objects.create(conversation=locked, role="user", text=text, run=run)
+        if not locked.title:
+            locked.title = _title_from(text)
+        locked.save(update_fields=["title", "updated"])
+        conversation.title = locked.title
+    return run, message
+
+
+def _apply_event(run: Run, event: dict[str, Any]) -> None:
+    """Keep the run's summary and tool-call rows in step with one event."""
+    kind = event["type"]
+    if kind == "tools_resolved":
+        run.tools = event.get("tools", [])
+        run.deferred = event.get("deferred", [])
+        run.explain = event.get("explain", [])
+        run.warnings = event.get("warnings", [])
+        run.model = event.get("model") or run.model
+        run.save(update_fields=["tools", "deferred", "explain", "warnings", "model"])
+    elif kind == "tool_call_started":
+        arguments = event.get("arguments")
+        ToolCallRecord.objects.update_or_create(
+            run=run,
+            call_id=event["call_id"],
+            defaults={
+                "name": event["name"],
+                "arguments": arguments if arguments is not None else {},
+                "parent_call_id": event.get("parent_call_id") or "",
+            },
+        )
+    elif kind == "approval_requested":
+        ToolCallRecord.objects.filter(run=run, call_id=event["call_id"]).update(
+            status="awaiting_approval"
+        )
+    elif kind == "approval_resolved":
+        ToolCallRecord.objects.filter(run=run, call_id=event["call_id"]).update(
+            status="running" if event.get("approved") else "denied"
+        )
+    elif kind == "tool_finished":
+        record, _ = ToolCallRecord.objects.get_or_create(
+            run=run, call_id=event["call_id"], defaults={"name": event.get("name", "")}
+        )
+        if record.status != "denied":
+            record.status = "error" if event.get("is_error") else "done"
+        record.result_preview = event.get("preview", "")
+        record.is_error = bool(event.get("is_error"))
+        record.truncated = bool(event.get("truncated"))
+        record.full_result_path = event.get("full_result_path") or ""
+        record.duration_ms = float(event.get("duration_ms") or 0.0)
+        record.save()
+    elif kind == "todo_updated":
+        Conversation.objects.filter(pk=run.conversation_id).update(todos=event.get("todos", []))
+    elif kind == "error":
+        run.error = event.get("message", "")
+        run.save(update_fields=["error"])
+
+
+def run_record_events(*, run_id: int, events: list[dict[str, Any]]) -> None:
+    """Append events (each carrying its ``seq``) to run history, in one transaction."""
+    if not events:
+        return
+    with transaction.atomic():
+        run = Run.objects.get(pk=run_id)
+        RunEvent.objects.bulk_create(
+            [
+                RunEvent(
+                    run=run,
+                    seq=event["seq"],
+                    type=event["type"],
+                    payload={k: v for k, v in event.items() if k not in ("seq", "type", "run_id")},
+                )
+                for event in events
+            ]
+        )
+        for event in events:
+            _apply_event(run, event)
+
+
+def run_finish(
+    *,
+    run_id: int,
+    status: RunStatus,
+    text: str,
+    usage: dict[str, Any] | None = None,
+    error: str = "",
+) -> Message:
+    """Close a run and store the assistant's (possibly partial) reply."""
+    with transaction.atomic():
+        run = Run.objects.select_related("conversation").get(pk=run_id)
+        run.status = status
+        run.text = text
+        run.usage = usage or {}
+        if error:
+            run.error = error
+        run.finished = timezone.now()
+        run.save(update_fields=["status", "text", "usage", "error", "finished"])
+        # Calls still open when the turn ended (stopped, errored) are closed with it.
+        run.tool_calls.filter(status__in=["running", "awaiting_approval"]).update(
+            status="error", is_error=True, result_preview=f"turn {status}"
+        )
+        message = Message.objects.create(
+            conversation=run.conversation, role="assistant", text=text, run=run
+        )
+        run.conversation.save(update_fields=["updated"])
+    return message
+
+
+def run_abandon_orphans(*, conversation_id: int, reason: str) -> int:
+    """Close runs marked running that no process owns any more (single-process layer)."""
+    runs = list(Run.objects.filter(conversation_id=conversation_id, status="running"))
+    for run in runs:
+        run_finish(run_id=run.pk, status="error", text=run.text, error=reason)
+    return len(runs)

@@ -1,0 +1,445 @@
+"""Running a chat turn: an asyncio task per conversation, its events persisted and relayed.
+
+A turn never runs inside a consumer's ``receive()``: :func:`turn_start` creates a task
+in a process-level registry keyed by conversation id, so closing the tab does not stop
+it and any socket (any tab, any process) can steer it. Control (approve, deny, answer,
+stop) travels through the channel layer group ``chat.<id>.control``; the process whose
+registry holds the task listens there, so with Redis and several daphne processes a
+Stop pressed in a tab served by another process still reaches the turn.
+
+Every event is numbered (``seq``), persisted as a ``RunEvent`` and then sent to the
+group ``chat.<id>``, which every open tab of the conversation joins. Text deltas and
+tool output are sent at once but persisted in coalesced batches, so a streaming model
+does not write one row per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from typing import Any, Literal
+
+from channels.db import database_sync_to_async
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+
+from chat_app.markdown import render_markdown
+from chat_app.schemas import TurnOptions
+from openprogram.agent.types import ApprovalDecision, ApprovalRequest
+
+__all__ = [
+    "ActiveTurn",
+    "ControlAction",
+    "TurnOutcome",
+    "active_turn",
+    "control_group",
+    "events_group",
+    "turn_control_send",
+    "turn_run_to_completion",
+    "turn_start",
+]
+
+_log = logging.getLogger(__name__)
+
+ControlAction = Literal["approve", "deny", "answer", "stop"]
+_STREAMED = ("text_delta", "tool_update")
+_FLUSH_AFTER_SECONDS = 0.25
+_FLUSH_AFTER_CHARS = 8_000
+_PERSISTED_UPDATE_CHARS = 20_000
+_STOP_GRACE_SECONDS = 3.0
+
+_active: dict[int, ActiveTurn] = {}
+
+
+def events_group(conversation_id: int) -> str:
+    return f"chat.{conversation_id}"
+
+
+def control_group(conversation_id: int) -> str:
+    return f"chat.{conversation_id}.control"
+
+
+def active_turn(conversation_id: int) -> ActiveTurn | None:
+    """The turn this process is running for ``conversation_id``, if any."""
+    return _active.get(conversation_id)
+
+
+def single_process_layer() -> bool:
+    """True when no other process can be running turns (the in-memory channel layer)."""
+    return isinstance(get_channel_layer(), InMemoryChannelLayer)
+
+
+@dataclasses.dataclass
+class TurnOutcome:
+    run_id: int
+    status: str
+    text: str
+    error: str
+
+
+def _coalesce(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge runs of text deltas (and of one call's tool output) into single events."""
+    merged: list[dict[str, Any]] = []
+    for event in events:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and last["type"] == event["type"]
+            and last.get("call_id") == event.get("call_id")
+        ):
+            text = last["text"] + event["text"]
+            if event["type"] == "tool_update":
+                text = text[-_PERSISTED_UPDATE_CHARS:]
+            merged[-1] = {**event, "text": text}
+        else:
+            merged.append(dict(event))
+    return merged
+
+
+class ActiveTurn:
+    """One running turn: its request, its pending approvals/questions, its event stream."""
+
+    def __init__(self, *, conversation_id: int, owner_id: int, run_id: int, request: Any) -> None:
+        self.conversation_id = conversation_id
+        self.owner_id = owner_id
+        self.run_id = run_id
+        self.request = request
+        self.seq = 0
+        self.task: asyncio.Task[TurnOutcome] | None = None
+        self._buffer: list[dict[str, Any]] = []
+        self._buffer_chars = 0
+        self._buffer_since = 0.0
+        self._persist_lock = asyncio.Lock()
+        self._approvals: dict[str, asyncio.Future[ApprovalDecision]] = {}
+        self._questions: dict[str, asyncio.Future[str]] = {}
+        self._text_parts: list[str] = []
+
+    # --- hooks the dispatcher calls (it announces, times out and fails closed) -----------
+    async def approval_hook(self, request: ApprovalRequest) -> ApprovalDecision:
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._approvals[request.call_id] = future
+        try:
+            return await future
+        finally:
+            self._approvals.pop(request.call_id, None)
+
+    async def question_hook(self, question: Any) -> str:
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._questions[question.call_id] = future
+        try:
+            return await future
+        finally:
+            self._questions.pop(question.call_id, None)
+
+    # --- control -------------------------------------------------------------------------
+    def control(self, message: dict[str, Any]) -> None:
+        """Act on a ``turn.control`` message; decisions bind to one call and the owner."""
+        if message.get("user_id") != self.owner_id:
+            _log.warning(
+                "ignoring control from user %r for run %r", message.get("user_id"), self.run_id
+            )
+            return
+        action, call_id = message.get("action"), message.get("call_id") or ""
+        if action == "stop":
+            self._stop()
+        elif action in ("approve", "deny"):
+            future = self._approvals.get(call_id)
+            if future is not None and not future.done():
+                future.set_result(
+                    ApprovalDecision(approved=action == "approve", reason=message.get("reason", ""))
+                )
+        elif action == "answer":
+            answer = self._questions.get(call_id)
+            if answer is not None and not answer.done():
+                answer.set_result(message.get("text", ""))
+
+    def _stop(self) -> None:
+        if self.request.cancel.is_set():
+            return
+        self.request.cancel.set()
+        for future in self._approvals.values():
+            if not future.done():
+                future.set_result(ApprovalDecision(approved=False, reason="the turn was stopped"))
+        from openprogram.agent.approvals import QuestionUnanswered
+
+        for future in self._questions.values():
+            if not future.done():
+                future.set_exception(QuestionUnanswered("the turn was stopped"))
+        # A tool that ignores its cancel event must not hold the turn: cancel the task.
+        asyncio.get_running_loop().call_later(_STOP_GRACE_SECONDS, self._force_stop)
+
+    def _force_stop(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    # --- events --------------------------------------------------------------------------
+    async def emit(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Number, persist (coalescing streamed text) and relay one event to every tab."""
+        self.seq += 1
+        event = {**event, "seq": self.seq, "run_id": self.run_id}
+        if event["type"] in _STREAMED:
+            if not self._buffer:
+                self._buffer_since = time.monotonic()
+            self._buffer.append(event)
+            self._buffer_chars += len(event.get("text", ""))
+            if (
+                self._buffer_chars >= _FLUSH_AFTER_CHARS
+                or time.monotonic() - self._buffer_since >= _FLUSH_AFTER_SECONDS
+            ):
+                await self.flush()
+        else:
+            await self.flush(extra=event)
+        await _group_send(
+            events_group(self.conversation_id), {"type": "chat.event", "event": event}
+        )
+        return event
+
+    async def flush(self, extra: dict[str, Any] | None = None) -> None:
+        """Write buffered streamed events (and ``extra``) to run history, in order."""
+        async with self._persist_lock:
+            batch = _coalesce(self._buffer)
+            self._buffer, self._buffer_chars = [], 0
+            if extra is not None:
+                batch.append(extra)
+            if batch:
+                from chat_app.services import run_record_events
+
+                await database_sync_to_async(run_record_events)(run_id=self.run_id, events=batch)
+
+    # --- the task --------------------------------------------------------------------------
+    async def run(self, *, user_text: str, message_id: int, title: str) -> TurnOutcome:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(control_group(self.conversation_id), channel)
+        listener = asyncio.create_task(self._listen(layer, channel))
+        status, usage, error, final_text = "error", {}, "", None
+        finished_seen = False
+        try:
+            await self.emit(
+                {"type": "user_message", "text": user_text, "message_id": message_id, "title": title}
+            )
+            from openprogram.agent.dispatcher import process_user_turn
+
+            async for event in process_user_turn(self.request):
+                data = event.to_dict()
+                if data["type"] == "text_delta":
+                    self._text_parts.append(data["text"])
+                elif data["type"] == "turn_finished":
+                    finished_seen = True
+                    status, usage = data.get("stop_reason", "completed"), data.get("usage", {})
+                    final_text = data.get("text") or None
+                elif data["type"] == "error":
+                    error = data.get("message", "")
+                await self.emit(data)
+        except asyncio.CancelledError:
+            status, error = "stopped", error or ""
+        except Exception as exc:
+            _log.exception("turn for run %r failed", self.run_id)
+            status, error = "error", f"the turn failed: {type(exc).__name__}: {exc}"
+            await self._safe_emit({"type": "error", "message": error, "kind": "internal"})
+        finally:
+            listener.cancel()
+            await _safe(layer.group_discard(control_group(self.conversation_id), channel))
+        if self.request.cancel.is_set() and status in ("completed", "error") and not error:
+            status = "stopped"
+        text = final_text if final_text is not None else "".join(self._text_parts)
+        if not finished_seen:
+            await self._safe_emit(
+                {
+                    "type": "turn_finished",
+                    "stop_reason": status,
+                    "usage": usage,
+                    "text": text,
+                    "steps": 0,
+                }
+            )
+        return await self._finish(status=status, text=text, usage=usage, error=error)
+
+    async def _finish(
+        self, *, status: str, text: str, usage: dict[str, Any], error: str
+    ) -> TurnOutcome:
+        from chat_app.services import run_finish
+
+        try:
+            await self.flush()
+            message = await database_sync_to_async(run_finish)(
+                run_id=self.run_id, status=status, text=text, usage=usage, error=error
+            )
+            await self._safe_emit(
+                {
+                    "type": "assistant_message",
+                    "message_id": message.pk,
+                    "status": status,
+                    "text": text,
+                    "html": render_markdown(text),
+                }
+            )
+        finally:
+            _active.pop(self.conversation_id, None)
+        return TurnOutcome(run_id=self.run_id, status=status, text=text, error=error)
+
+    async def _safe_emit(self, event: dict[str, Any]) -> None:
+        try:
+            await self.emit(event)
+        except Exception:
+            _log.exception("could not record %r for run %r", event.get("type"), self.run_id)
+
+    async def _listen(self, layer: Any, channel: str) -> None:
+        while True:
+            message = await layer.receive(channel)
+            if message.get("type") == "turn.control":
+                self.control(message)
+
+
+async def _safe(awaitable: Any) -> None:
+    try:
+        await awaitable
+    except Exception:
+        _log.exception("channel layer call failed")
+
+
+async def _group_send(group: str, message: dict[str, Any]) -> None:
+    # A broken channel layer must not take the turn down: history still has the event.
+    try:
+        await get_channel_layer().group_send(group, message)
+    except Exception:
+        _log.exception("could not relay to %r", group)
+
+
+def _request_kwargs(values: dict[str, Any]) -> dict[str, Any]:
+    """Only the TurnRequest fields this framework version has (it grows optional ones)."""
+    from openprogram.agent.events import TurnRequest
+
+    names = {f.name for f in dataclasses.fields(TurnRequest)}
+    return {k: v for k, v in values.items() if k in names}
+
+
+def _prepare(
+    *,
+    user: AbstractBaseUser,
+    conversation_id: int,
+    text: str,
+    options: TurnOptions,
+    attended: bool | None,
+) -> tuple[int, dict[str, Any], int, str]:
+    """Validate, remember the composer's choices, open the run; returns TurnRequest kwargs."""
+    from chat_app.selectors import (
+        conversation_get,
+        conversation_history,
+        model_key_problem,
+        workspace_for,
+    )
+    from chat_app.services import conversation_apply_options, run_abandon_orphans, run_start
+    from openprogram_site.api_errors import ConflictError, UnprocessableError
+    from tools_app.selectors import turn_resolution_inputs
+
+    conversation = conversation_get(owner=user, conversation_id=conversation_id)
+    conversation_apply_options(conversation=conversation, options=options)
+    inputs = turn_resolution_inputs(
+        owner=user,
+        profile_name=conversation.profile_name,
+        agent_profile_id=conversation.agent_profile_id,
+    )
+    model = inputs.pop("model", None) or conversation.model
+    problem = model_key_problem(model)
+    if problem:
+        raise UnprocessableError(problem)
+    turn_attended = conversation.attended if attended is None else attended
+    try:
+        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
+    except ConflictError:
+        if not single_process_layer() or active_turn(conversation_id) is not None:
+            raise
+        # One process and nobody runs it: a turn left over from a server that stopped.
+        run_abandon_orphans(
+            conversation_id=conversation_id, reason="the server stopped during this turn"
+        )
+        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
+    if run.model != model:
+        run.model = model
+        run.save(update_fields=["model"])
+    kwargs = {
+        **inputs,
+        "text": text,
+        "history": conversation_history(conversation=conversation, before=message),
+        "model": model,
+        "user_id": user.pk,
+        "conversation_id": conversation.pk,
+        "tools_on": conversation.tools_on,
+        "web_search_on": conversation.web_search_on,
+        "plan_mode": conversation.plan_mode,
+        "source": "plan" if conversation.plan_mode else "web",
+        "attended": turn_attended,
+        "workspace": workspace_for(user=user),
+        "state": {"todos": list(conversation.todos)},
+        "approval_timeout": float(settings.APPROVAL_TIMEOUT_SECONDS),
+        "can_use_context": {"user_id": user.pk, "username": user.get_username()},
+    }
+    return run.pk, kwargs, message.pk, conversation.title
+
+
+async def turn_start(
+    *,
+    user: AbstractBaseUser,
+    conversation_id: int,
+    text: str,
+    options: TurnOptions,
+    attended: bool | None = None,
+) -> ActiveTurn:
+    """Start a turn as a task; raises NotFoundError / ConflictError / UnprocessableError."""
+    from openprogram.agent.events import TurnRequest
+    from openprogram_site.api_errors import ConflictError
+
+    if conversation_id in _active:
+        raise ConflictError("a turn is already running in this conversation; stop it first")
+    run_id, kwargs, message_id, title = await database_sync_to_async(_prepare)(
+        user=user, conversation_id=conversation_id, text=text, options=options, attended=attended
+    )
+    turn = ActiveTurn(
+        conversation_id=conversation_id, owner_id=user.pk, run_id=run_id, request=None
+    )
+    turn.request = TurnRequest(
+        **_request_kwargs(
+            {**kwargs, "approval_hook": turn.approval_hook, "question_hook": turn.question_hook}
+        )
+    )
+    _active[conversation_id] = turn
+    turn.task = asyncio.create_task(turn.run(user_text=text, message_id=message_id, title=title))
+    return turn
+
+
+async def turn_run_to_completion(
+    *, user: AbstractBaseUser, conversation_id: int, text: str, options: TurnOptions
+) -> TurnOutcome:
+    """An unattended turn for scripts: returns when it has finished."""
+    turn = await turn_start(
+        user=user, conversation_id=conversation_id, text=text, options=options, attended=False
+    )
+    assert turn.task is not None
+    return await asyncio.shield(turn.task)
+
+
+async def turn_control_send(
+    *,
+    conversation_id: int,
+    user_id: int,
+    action: ControlAction,
+    call_id: str = "",
+    reason: str = "",
+    text: str = "",
+) -> None:
+    """Route a control message to whichever process runs the conversation's turn."""
+    await _group_send(
+        control_group(conversation_id),
+        {
+            "type": "turn.control",
+            "action": action,
+            "user_id": user_id,
+            "call_id": call_id,
+            "reason": reason,
+            "text": text,
+        },
+    )

@@ -1,0 +1,194 @@
+"""The inner tool-call loop of one turn: ask the model, run its tool calls, feed results back.
+
+Each provider call first re-splits the turn's tools (layer 6), so a tool loaded
+by ``tool_search`` in one step ships its schema in the next request. Tool calls
+of one step run concurrently; their events stream out as they happen. The loop
+ends when the model answers without tool calls, at the step limit, on a
+terminal error, or promptly when ``cancel`` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from openprogram.agent.events import Event, TextDelta, ToolFinished, TurnError
+from openprogram.agent.tool_calls import ToolCallOutcome, run_tool_call
+from openprogram.agent.types import AgentTool, AgentToolResult, Message, ToolCall
+from openprogram.programs.deferred import split_tools_for_dispatch
+from openprogram.providers.retry import ProviderError, RetryPolicy
+from openprogram.providers.streaming import ProviderDelta, stream_chat
+
+__all__ = ["DEFAULT_MAX_STEPS", "DEFAULT_VALIDATION_BUDGET", "LoopOutcome", "agent_loop"]
+
+DEFAULT_MAX_STEPS = 25
+DEFAULT_VALIDATION_BUDGET = 3
+"""Consecutive invalid-argument calls of one tool before the turn gives up on it."""
+
+EventSink = Callable[[Event], None]
+StopReason = Literal["completed", "stopped", "step_limit", "error"]
+
+
+@dataclass
+class LoopOutcome:
+    stop_reason: StopReason
+    text: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    steps: int = 0
+
+
+def _model_content(result: AgentToolResult) -> str:
+    # The wire has no error flag for tool messages; say it in the text the model reads.
+    content = result.content or ""
+    if result.is_error and not content.lower().startswith("error"):
+        return f"Error: {content}"
+    return content
+
+
+class _Turn:
+    """Mutable state of one loop run, so the steps read as a short story."""
+
+    def __init__(self, *, tools: Sequence[AgentTool], sink: EventSink, cancel: asyncio.Event):
+        self.tools = list(tools)
+        self.offered = {tool.name: tool for tool in self.tools}
+        self.sink = sink
+        self.cancel = cancel
+        self.text: list[str] = []
+        self.usage: Counter[str] = Counter()
+        self.invalid_streak: Counter[str] = Counter()
+
+    def outcome(self, reason: StopReason, steps: int) -> LoopOutcome:
+        return LoopOutcome(reason, "".join(self.text), dict(self.usage), steps)
+
+    async def ask_model(
+        self, *, model: str, messages: list[Message], retry: RetryPolicy | None
+    ) -> ProviderDelta | None:
+        provider_tools, _ = split_tools_for_dispatch(self.tools)
+        final: ProviderDelta | None = None
+        async for delta in stream_chat(
+            model=model, messages=messages, tools=provider_tools, cancel=self.cancel, retry=retry
+        ):
+            if delta.text:
+                self.text.append(delta.text)
+                self.sink(TextDelta(text=delta.text))
+            if delta.done:
+                final = delta
+        if final is not None:
+            self.usage.update(final.usage)
+        return final
+
+    async def run_calls(self, calls: list[ToolCall]) -> list[ToolCallOutcome] | None:
+        """Run one step's calls concurrently; None when the turn was cancelled meanwhile."""
+        call_cancels = [asyncio.Event() for _ in calls]
+        tasks = [
+            asyncio.ensure_future(
+                run_tool_call(call, offered=self.offered, sink=self.sink, cancel=call_cancel)
+            )
+            for call, call_cancel in zip(calls, call_cancels, strict=True)
+        ]
+        stop = asyncio.ensure_future(self.cancel.wait())
+        try:
+            pending = set(tasks)
+            while pending and not self.cancel.is_set():
+                _, pending = await asyncio.wait(
+                    pending | {stop}, return_when=asyncio.FIRST_COMPLETED
+                )
+                pending.discard(stop)
+        finally:
+            stop.cancel()
+        if not self.cancel.is_set():
+            return [task.result() for task in tasks]
+        # Stop: tell each tool first (it may clean up), then stop waiting for it.
+        for call_cancel in call_cancels:
+            call_cancel.set()
+        for call, task in zip(calls, tasks, strict=True):
+            if not task.done():
+                task.cancel()
+                self.sink(
+                    ToolFinished(
+                        call_id=call.id, name=call.name, preview="cancelled", is_error=True
+                    )
+                )
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return None
+
+    def over_validation_budget(self, outcomes: list[ToolCallOutcome], budget: int) -> str | None:
+        for outcome in outcomes:
+            if outcome.invalid_arguments:
+                self.invalid_streak[outcome.call.name] += 1
+            elif outcome.call.name in self.offered:
+                self.invalid_streak.pop(outcome.call.name, None)
+        for outcome in outcomes:
+            if self.invalid_streak[outcome.call.name] >= budget:
+                return (
+                    f"tool {outcome.call.name!r} got invalid arguments {budget} times in a row; "
+                    f"giving up. Last error: {outcome.result.content}"
+                )
+        return None
+
+
+async def agent_loop(
+    *,
+    model: str,
+    messages: list[Message],
+    tools: Sequence[AgentTool],
+    sink: EventSink,
+    cancel: asyncio.Event,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    validation_budget: int = DEFAULT_VALIDATION_BUDGET,
+    retry: RetryPolicy | None = None,
+) -> LoopOutcome:
+    """Run the loop, appending to ``messages`` and sending events to ``sink``.
+
+    Terminal problems are reported as a :class:`TurnError` event and a
+    ``stop_reason``; the loop itself never raises for a model or tool failure.
+    """
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps!r}")
+    turn = _Turn(tools=tools, sink=sink, cancel=cancel)
+    steps = 0
+    while True:
+        if cancel.is_set():
+            return turn.outcome("stopped", steps)
+        if steps >= max_steps:
+            sink(
+                TurnError(
+                    kind="step_limit",
+                    message=f"stopped after {max_steps} model steps (the step limit) while the "
+                    "model was still calling tools; send a new message to continue",
+                )
+            )
+            return turn.outcome("step_limit", steps)
+        steps += 1
+        step_start = len(turn.text)
+        try:
+            reply = await turn.ask_model(model=model, messages=messages, retry=retry)
+        except ProviderError as error:
+            tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
+            sink(TurnError(kind=error.kind, message=f"{error.message}{tries}"))
+            return turn.outcome("error", steps)
+        if reply is None:
+            return turn.outcome("stopped", steps)
+        step_text = "".join(turn.text[step_start:])
+        messages.append(Message(role="assistant", content=step_text, tool_calls=reply.tool_calls))
+        if not reply.tool_calls:
+            return turn.outcome("completed", steps)
+        outcomes = await turn.run_calls(reply.tool_calls)
+        if outcomes is None:
+            return turn.outcome("stopped", steps)
+        for outcome in outcomes:
+            messages.append(
+                Message(
+                    role="tool",
+                    content=_model_content(outcome.result),
+                    tool_call_id=outcome.call.id,
+                    name=outcome.call.name,
+                )
+            )
+        exhausted = turn.over_validation_budget(outcomes, validation_budget)
+        if exhausted is not None:
+            sink(TurnError(kind="tool_arguments", message=exhausted))
+            return turn.outcome("error", steps)

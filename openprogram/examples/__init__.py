@@ -1,0 +1,1 @@
+"""Example program packages; each lists its public tools in ``PROGRAM_ENTRIES``."""

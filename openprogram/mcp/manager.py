@@ -1,0 +1,396 @@
+"""The MCP manager: every configured server's connection, on one background loop.
+
+Connections run as tasks on an event loop of their own, in a daemon thread,
+so no host loop (daphne's, a test's, a CLI's) is ever blocked by or tied to a
+server. Every public method may be called from any thread or loop: the sync
+ones hand work to the manager loop, :meth:`MCPManager.call` bridges with
+``run_coroutine_threadsafe`` + ``wrap_future``.
+
+Tools register in the shared registry as :class:`MCPTool` entries. When a
+server is down its tools stay registered with ``unavailable_reason`` set
+(layer 4 hides them with that reason) instead of vanishing; disabling or
+removing a server unregisters them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+import mcp_types
+
+from openprogram.mcp.config import MCPServerConfig
+from openprogram.mcp.connection import Backoff, ServerConnection, ServerState
+from openprogram.mcp.errors import MCPServerUnavailableError, MCPUnknownServerError
+from openprogram.mcp.fingerprints import changed_tools, tool_fingerprint
+from openprogram.mcp.tool import MCPTool, ProgressFn
+from openprogram.programs import registry
+
+__all__ = ["FingerprintListener", "MCPManager"]
+
+logger = logging.getLogger(__name__)
+
+FingerprintListener = Callable[[str, dict[str, str]], None]
+"""Called (in a worker thread) with ``(server, fingerprints)`` when a first listing is trusted."""
+
+_STOP_SECONDS = 15.0  # stdio_client's own shutdown is bounded at ~6.5 s per server
+
+
+class _ServerEntry:
+    """What the manager knows about one server besides its connection."""
+
+    def __init__(self, config: MCPServerConfig) -> None:
+        self.config = config
+        self.connection: ServerConnection | None = None
+        self.registered: dict[str, MCPTool] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.approved: dict[str, str] = dict(config.approved_fingerprints)
+        self.listed: list[mcp_types.Tool] = []
+
+
+class MCPManager:
+    """Connects configured MCP servers and keeps their tools in the registry."""
+
+    def __init__(
+        self,
+        *,
+        backoff: Backoff | None = None,
+        on_fingerprints_approved: FingerprintListener | None = None,
+    ) -> None:
+        self._backoff = backoff or Backoff()
+        self._on_fingerprints_approved = on_fingerprints_approved
+        self._servers: dict[str, _ServerEntry] = {}
+        self._retiring: set[ServerConnection] = set()
+        """Connections being stopped; shutdown waits for them so no child outlives the loop."""
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="openprogram-mcp", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+
+    # --- configuration (any thread) -------------------------------------------------
+
+    def start(self, configs: Iterable[MCPServerConfig]) -> None:
+        """Add every config; enabled servers start connecting in the background."""
+        for config in configs:
+            self.add(config)
+
+    def add(self, config: MCPServerConfig) -> concurrent.futures.Future[None]:
+        with self._lock:
+            if config.name in self._servers:
+                raise ValueError(f"MCP server {config.name!r} is already managed; use update()")
+            self._servers[config.name] = _ServerEntry(config)
+        return self._submit(self._apply_config(config.name))
+
+    def update(self, config: MCPServerConfig) -> concurrent.futures.Future[None]:
+        """Apply a changed config: reconnect only when how to reach the server changed."""
+        with self._lock:
+            entry = self._servers.get(config.name)
+            if entry is None:
+                self._servers[config.name] = _ServerEntry(config)
+                return self._submit(self._apply_config(config.name))
+            reconnect = entry.config.connection_key() != config.connection_key()
+            entry.config = config
+            entry.approved = dict(config.approved_fingerprints) or entry.approved
+            if not config.enabled:
+                # Tools leave the registry now, not when the process has exited.
+                self._unregister_all(entry)
+        if reconnect:
+            return self._submit(self._restart(config.name))
+        return self._submit(self._apply_config(config.name))
+
+    def remove(self, name: str) -> concurrent.futures.Future[None]:
+        """Forget a server: its tools leave the registry now, its process shortly after."""
+        with self._lock:
+            entry = self._servers.pop(name, None)
+            if entry is None:
+                raise MCPUnknownServerError(f"no MCP server named {name!r}")
+            self._unregister_all(entry)
+            self._changed.notify_all()
+        return self._submit(self._stop_connection(entry))
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._servers)
+
+    # --- status (any thread) ----------------------------------------------------------
+
+    def status(self, name: str) -> dict[str, Any]:
+        """``{state, error, tools, last_change, retries, changed_tools, ...}`` for one server."""
+        with self._lock:
+            entry = self._servers.get(name)
+            if entry is None:
+                raise MCPUnknownServerError(f"no MCP server named {name!r}")
+            connection = entry.connection
+            state: ServerState = connection.state if connection is not None else "stopped"
+            return {
+                "name": name,
+                "enabled": entry.config.enabled,
+                "transport": entry.config.transport,
+                "state": state,
+                "error": connection.error if connection is not None else None,
+                "tools": sorted(entry.registered),
+                "last_change": connection.last_change if connection is not None else None,
+                "retries": connection.retries if connection is not None else 0,
+                "changed_tools": changed_tools(approved=entry.approved, current=entry.fingerprints),
+                "fingerprints": dict(entry.fingerprints),
+            }
+
+    def statuses(self) -> dict[str, dict[str, Any]]:
+        return {name: self.status(name) for name in self.names()}
+
+    def wait_for(
+        self,
+        name: str,
+        predicate: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float,
+    ) -> dict[str, Any]:
+        """Block until ``predicate(status(name))`` holds; raise TimeoutError with the last status.
+
+        A server not added yet is waited for, so a caller may wait right after a
+        background start.
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                try:
+                    current: dict[str, Any] | None = self.status(name)
+                except MCPUnknownServerError:
+                    current = None  # not added yet: keep waiting
+                if current is not None and predicate(current):
+                    return current
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(
+                        f"MCP server {name!r} did not reach the condition: {current}"
+                    )
+                self._changed.wait(remaining)
+
+    def approve_fingerprints(self, name: str) -> dict[str, str]:
+        """Trust the server's current tool definitions; returns them for storing."""
+        with self._lock:
+            entry = self._servers.get(name)
+            if entry is None:
+                raise MCPUnknownServerError(f"no MCP server named {name!r}")
+            entry.approved = dict(entry.fingerprints)
+            entry.config = replace(entry.config, approved_fingerprints=entry.approved)
+            self._changed.notify_all()
+            return dict(entry.approved)
+
+    # --- calls (any loop) ---------------------------------------------------------------
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> mcp_types.CallToolResult:
+        """Call ``tool`` (the server's own name) and return the raw MCP result.
+
+        Raises :class:`openprogram.mcp.errors.MCPCallError` subclasses: the
+        server is unknown or not connected (immediately), the call timed out,
+        or the server answered with a protocol error.
+        """
+        with self._lock:
+            entry = self._servers.get(server)
+            connection = entry.connection if entry is not None else None
+        if entry is None:
+            raise MCPUnknownServerError(f"no MCP server named {server!r}")
+        if connection is None:
+            raise MCPServerUnavailableError(f"MCP server {server!r} is not connected (disabled)")
+        work = connection.call(tool, args, timeout=timeout, on_progress=on_progress)
+        if _running_loop() is self._loop:
+            return await work
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+
+    # --- shutdown ------------------------------------------------------------------------
+
+    def shutdown(self, *, timeout: float = 30.0) -> None:
+        """Close every session and child process, unregister every tool, stop the loop."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            entries = list(self._servers.values())
+            self._servers.clear()
+            for entry in entries:
+                self._unregister_all(entry)
+        future = asyncio.run_coroutine_threadsafe(self._stop_all(entries), self._loop)
+        try:
+            future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            logger.error("MCP servers did not stop within %ss", timeout)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    # --- on the manager loop --------------------------------------------------------------
+
+    def _submit(self, work: Any) -> concurrent.futures.Future[None]:
+        if self._closed:
+            work.close()
+            raise RuntimeError("the MCP manager has been shut down")
+        return asyncio.run_coroutine_threadsafe(work, self._loop)
+
+    async def _apply_config(self, name: str) -> None:
+        with self._lock:
+            entry = self._servers.get(name)
+            if entry is None:
+                return
+            if not entry.config.enabled:
+                connection, entry.connection = entry.connection, None
+            else:
+                connection = None
+                if entry.connection is None:
+                    entry.connection = self._new_connection(entry.config)
+                    entry.connection.start()
+                else:
+                    entry.connection.config = entry.config
+                    self._register_listed(entry)
+            self._changed.notify_all()
+        if connection is not None:
+            await self._retire(connection)
+
+    async def _restart(self, name: str) -> None:
+        with self._lock:
+            entry = self._servers.get(name)
+            old = entry.connection if entry is not None else None
+            if entry is not None:
+                entry.connection = None
+        if old is not None:
+            await self._retire(old)
+        await self._apply_config(name)
+
+    async def _stop_connection(self, entry: _ServerEntry) -> None:
+        if entry.connection is not None:
+            await self._retire(entry.connection)
+
+    async def _retire(self, connection: ServerConnection) -> None:
+        self._retiring.add(connection)
+        try:
+            await connection.stop()
+        finally:
+            self._retiring.discard(connection)
+
+    async def _stop_all(self, entries: list[_ServerEntry]) -> None:
+        connections = {e.connection for e in entries if e.connection is not None}
+        connections |= self._retiring
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_STOP_SECONDS):
+                await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
+
+    def _new_connection(self, config: MCPServerConfig) -> ServerConnection:
+        return ServerConnection(
+            config,
+            backoff=self._backoff,
+            on_state=self._connection_state_changed,
+            on_tools=self._connection_listed_tools,
+        )
+
+    def _connection_state_changed(self, connection: ServerConnection) -> None:
+        with self._lock:
+            entry = self._servers.get(connection.name)
+            if entry is not None and entry.connection is connection:
+                reason = _unavailable_reason(connection)
+                for tool in entry.registered.values():
+                    tool.unavailable_reason = reason
+            self._changed.notify_all()
+
+    def _connection_listed_tools(
+        self, connection: ServerConnection, tools: list[mcp_types.Tool]
+    ) -> None:
+        trusted: dict[str, str] | None = None
+        with self._lock:
+            entry = self._servers.get(connection.name)
+            if entry is None or entry.connection is not connection:
+                return
+            entry.listed = list(tools)
+            entry.fingerprints = {
+                tool.name: tool_fingerprint(
+                    name=tool.name, description=tool.description, input_schema=tool.input_schema
+                )
+                for tool in tools
+            }
+            if not entry.approved and entry.fingerprints:
+                # Trust on first use: the first listing is what later listings are held to.
+                entry.approved = dict(entry.fingerprints)
+                trusted = dict(entry.approved)
+            self._register_listed(entry)
+            self._changed.notify_all()
+        if trusted is not None and self._on_fingerprints_approved is not None:
+            self._loop.run_in_executor(
+                None, self._on_fingerprints_approved, connection.name, trusted
+            )
+
+    def _register_listed(self, entry: _ServerEntry) -> None:
+        """Make the registry hold exactly the allowed tools of the latest listing."""
+        config = entry.config
+        connection = entry.connection
+        reason = _unavailable_reason(connection) if connection is not None else None
+        wanted: dict[str, MCPTool] = {}
+        for listed in entry.listed:
+            if not config.allows(listed.name):
+                continue
+            tool = MCPTool(
+                caller=self,
+                server=config.name,
+                remote_name=listed.name,
+                description=listed.description,
+                input_schema=listed.input_schema,
+                defer=not config.always_load,
+                timeout=config.timeout,
+            )
+            if tool.name in wanted:
+                logger.warning(
+                    "MCP server %r: tool %r collides after renaming", config.name, tool.name
+                )
+                continue
+            tool.unavailable_reason = reason
+            wanted[tool.name] = tool
+        for name in set(entry.registered) - set(wanted):
+            self._unregister(entry, name)
+        for name, tool in wanted.items():
+            current = registry.get(name)
+            if current is not None and current is not entry.registered.get(name):
+                logger.warning("MCP tool %r not registered: the name is taken by %r", name, current)
+                continue
+            registry.register(tool, override=True)
+            entry.registered[name] = tool
+
+    def _unregister(self, entry: _ServerEntry, name: str) -> None:
+        tool = entry.registered.pop(name, None)
+        if tool is not None and registry.get(name) is tool:
+            registry.unregister(name)
+
+    def _unregister_all(self, entry: _ServerEntry) -> None:
+        for name in list(entry.registered):
+            self._unregister(entry, name)
+
+
+def _unavailable_reason(connection: ServerConnection) -> str | None:
+    if connection.state == "ready":
+        return None
+    detail = f": {connection.error}" if connection.error else ""
+    return f"MCP server {connection.name!r} is {connection.state}{detail}"
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,36 @@
+"""The process-wide MCP manager a host application feeds, closed at exit."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+
+from openprogram.mcp.manager import FingerprintListener, MCPManager
+
+__all__ = ["get_mcp_manager", "shutdown_mcp_manager"]
+
+_lock = threading.Lock()
+_manager: MCPManager | None = None
+
+
+def get_mcp_manager(*, on_fingerprints_approved: FingerprintListener | None = None) -> MCPManager:
+    """The one manager of this process, created on first use.
+
+    ``on_fingerprints_approved`` only takes effect on the call that creates it.
+    Its servers' child processes are closed when the interpreter exits.
+    """
+    global _manager
+    with _lock:
+        if _manager is None:
+            _manager = MCPManager(on_fingerprints_approved=on_fingerprints_approved)
+            atexit.register(shutdown_mcp_manager)
+        return _manager
+
+
+def shutdown_mcp_manager() -> None:
+    """Close every server of the process-wide manager (safe to call twice)."""
+    global _manager
+    with _lock:
+        manager, _manager = _manager, None
+    if manager is not None:
+        manager.shutdown()

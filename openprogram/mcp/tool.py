@@ -1,0 +1,290 @@
+"""The AgentTool an MCP server's tool becomes in the registry.
+
+A call validates its arguments against the server's JSON Schema before
+anything is sent, goes through the manager (which owns the connection and
+enforces the per-server timeout), streams progress notifications to
+``on_update`` and turns the server's content blocks into the same capped,
+persisted text built-in tools produce, with images as attachments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+import jsonschema
+import mcp_types
+from jsonschema.exceptions import best_match
+
+from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
+from openprogram.mcp.errors import MCPCallError
+from openprogram.programs.results import TailAccumulator, cap_result_text
+
+__all__ = ["MAX_DESCRIPTION_CHARS", "MCPTool", "ProgressFn", "mcp_tool_name"]
+
+logger = logging.getLogger(__name__)
+
+MAX_DESCRIPTION_CHARS = 2_000
+"""Descriptions are untrusted server data; a huge one must not flood a prompt."""
+
+_WIRE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_MAX_WIRE_NAME = 64  # the OpenAI tools API limit; other providers accept at least this
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class _Caller(Protocol):
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> mcp_types.CallToolResult: ...
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>``, with characters providers reject replaced by ``_``."""
+    return _WIRE_NAME_UNSAFE.sub("_", f"mcp__{server}__{tool}")[:_MAX_WIRE_NAME]
+
+
+def _clean_description(description: str | None) -> str:
+    text = _CONTROL_CHARS.sub("", description or "").strip()
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[: MAX_DESCRIPTION_CHARS - 1] + "…"
+    return text
+
+
+def _object_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Providers insist on an object schema at the root; MCP promises one but check."""
+    result = dict(schema or {})
+    if result.get("type") != "object":
+        result = {"type": "object", "properties": {}}
+    result.setdefault("properties", {})
+    return result
+
+
+def _progress_text(progress: float, total: float | None, message: str | None) -> str:
+    if message:
+        return message
+    if total:
+        return f"progress {progress:g}/{total:g}"
+    return f"progress {progress:g}"
+
+
+def _result_parts(result: mcp_types.CallToolResult) -> tuple[str, list[dict[str, Any]]]:
+    """The text the model reads and the non-text attachments of one tool result."""
+    texts: list[str] = []
+    attachments: list[dict[str, Any]] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            texts.append(block.text)
+        elif isinstance(block, mcp_types.ImageContent):
+            attachments.append({"type": "image", "mime_type": block.mime_type, "data": block.data})
+            texts.append(f"[image {len(attachments)}: {block.mime_type}]")
+        elif isinstance(block, mcp_types.AudioContent):
+            texts.append(f"[audio omitted: {block.mime_type}]")
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, mcp_types.TextResourceContents):
+                texts.append(resource.text)
+            else:
+                texts.append(f"[binary resource omitted: {resource.uri}]")
+        elif isinstance(block, mcp_types.ResourceLink):
+            texts.append(f"[resource link: {block.uri}]")
+    if not texts and result.structured_content is not None:
+        texts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=2))
+    return "\n".join(texts), attachments
+
+
+class MCPTool(AgentTool):
+    """One tool of one MCP server, registered as ``mcp__<server>__<tool>``."""
+
+    def __init__(
+        self,
+        *,
+        caller: _Caller,
+        server: str,
+        remote_name: str,
+        description: str | None,
+        input_schema: Mapping[str, Any] | None,
+        defer: bool,
+        timeout: float,
+    ) -> None:
+        super().__init__(
+            name=mcp_tool_name(server, remote_name),
+            description=_clean_description(description),
+            parameters=_object_schema(input_schema),
+            label=f"{remote_name} ({server})",
+            source="mcp",
+            server=server,
+            package=f"mcp:{server}",
+            defer=defer,
+            timeout=timeout,
+        )
+        self.remote_name = remote_name
+        self._caller = caller
+        # Built on first call: checking hundreds of schemas would slow every listing.
+        self._validator: jsonschema.protocols.Validator | None = None
+        self._validator_built = False
+
+    def _get_validator(self) -> jsonschema.protocols.Validator | None:
+        if self._validator_built:
+            return self._validator
+        self._validator_built = True
+        validator_class = jsonschema.validators.validator_for(
+            self.parameters, default=jsonschema.Draft202012Validator
+        )
+        try:
+            validator_class.check_schema(self.parameters)
+        except jsonschema.SchemaError as exc:
+            # The server's schema is broken: let the server judge the arguments.
+            logger.warning("MCP tool %r has an invalid input schema: %s", self.name, exc.message)
+        else:
+            self._validator = validator_class(self.parameters)
+        return self._validator
+
+    def _argument_error(self, args: dict[str, Any]) -> str | None:
+        validator = self._get_validator()
+        if validator is None:
+            return None
+        error = best_match(validator.iter_errors(args))
+        if error is None:
+            return None
+        where = "/".join(str(part) for part in error.absolute_path)
+        at = f" at {where!r}" if where else ""
+        return f"Invalid arguments for {self.name!r}{at}: {error.message}"
+
+    async def execute(
+        self,
+        call_id: str,
+        args: dict[str, Any] | str,
+        cancel: asyncio.Event | None = None,
+        on_update: OnUpdate | None = None,
+    ) -> AgentToolResult:
+        started = time.monotonic()
+
+        def finish(result: AgentToolResult) -> AgentToolResult:
+            result.duration_ms = (time.monotonic() - started) * 1000
+            return result
+
+        if isinstance(args, str):
+            try:
+                args = json.loads(args or "{}")
+            except json.JSONDecodeError as exc:
+                return finish(
+                    AgentToolResult(f"Arguments for {self.name!r} are not JSON: {exc}", True)
+                )
+        if not isinstance(args, dict):
+            return finish(
+                AgentToolResult(f"Arguments for {self.name!r} must be a JSON object", True)
+            )
+        problem = self._argument_error(args)
+        if problem is not None:
+            return finish(AgentToolResult(problem, is_error=True))
+
+        stream = TailAccumulator(self.stream_capacity_chars or self.max_result_chars)
+        updates = _UpdateRelay(asyncio.get_running_loop(), stream, on_update)
+        call = asyncio.ensure_future(
+            self._caller.call(
+                self.server or "",
+                self.remote_name,
+                args,
+                timeout=self.timeout,
+                on_progress=updates.from_server,
+            )
+        )
+        try:
+            if cancel is not None and not await _first_of(call, cancel):
+                call.cancel()
+                await updates.drain()
+                return finish(AgentToolResult(f"{self.name!r} was cancelled", is_error=True))
+            result = await call
+        except MCPCallError as exc:
+            await updates.drain()
+            tail = stream.text()
+            details = {"progress": tail} if tail else None
+            return finish(AgentToolResult(str(exc), is_error=True, details=details))
+        finally:
+            if not call.done():
+                call.cancel()
+        await updates.drain()
+        text, attachments = _result_parts(result)
+        capped = cap_result_text(text, tool=self, call_id=call_id)
+        return finish(
+            AgentToolResult(
+                content=capped.text,
+                is_error=bool(result.is_error),
+                details=result.structured_content,
+                truncated=capped.truncated,
+                dropped_chars=capped.dropped_chars,
+                full_result_path=capped.full_result_path,
+                attachments=attachments,
+            )
+        )
+
+
+async def _first_of(call: asyncio.Future[Any], cancel: asyncio.Event) -> bool:
+    """Wait for ``call`` or ``cancel``; True when the call finished first."""
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({call, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    return call.done()
+
+
+class _UpdateRelay:
+    """Carries progress from the manager's loop thread to the caller's loop.
+
+    Progress arrives on the manager's event loop; ``on_update`` must run on the
+    loop that called :meth:`MCPTool.execute`. Each message also goes into a
+    bounded tail so an error result can say how far the call got.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        stream: TailAccumulator,
+        on_update: OnUpdate | None,
+    ) -> None:
+        self._loop = loop
+        self._stream = stream
+        self._on_update = on_update
+        self._pending: set[asyncio.Future[Any]] = set()
+
+    async def from_server(self, progress: float, total: float | None, message: str | None) -> None:
+        text = _progress_text(progress, total, message)
+        # The caller's loop may be gone (the turn ended); progress is best-effort.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._deliver, text)
+
+    def _deliver(self, text: str) -> None:
+        self._stream.append(text + "\n")
+        if self._on_update is None:
+            return
+        try:
+            outcome = self._on_update(text)
+        except Exception:
+            logger.exception("on_update raised while relaying MCP progress")
+            return
+        if inspect.isawaitable(outcome):
+            future = asyncio.ensure_future(outcome)
+            self._pending.add(future)
+            future.add_done_callback(self._pending.discard)
+
+    async def drain(self) -> None:
+        """Let updates already scheduled run, so they arrive before the result."""
+        await asyncio.sleep(0)
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)

@@ -1,0 +1,244 @@
+"""The ``tool_search`` tool: how the model loads a deferred tool's schema (layer 6).
+
+Two query forms. ``select:NAME[,NAME]`` loads exact names. Anything else is
+keywords, ranked with BM25 over each deferred tool's name (weighted highest),
+parameter names and description. Every hit is marked loaded, so its full schema
+is in the very next provider request. The searchable pool is the turn's
+resolved tool list: a tool vetoed by layers 2-5 is never found, never loaded,
+and never suggested as a "closest match".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
+from openprogram.programs import registry
+from openprogram.programs._deferred_state import current_state, mark_deferred_loaded
+
+__all__ = ["TOOL_SEARCH_NAME", "ToolSearch", "tool_search"]
+
+TOOL_SEARCH_NAME = "tool_search"
+_SELECT_PREFIX = "select:"
+_MAX_RESULTS_CAP = 20
+_NAME_WEIGHT = 3
+_PARAM_WEIGHT = 2
+_BM25_K1 = 1.2
+_BM25_B = 0.75
+
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": (
+                "Keywords describing the capability you need (e.g. 'create github issue'), "
+                "or 'select:NAME[,NAME]' to load exact tool names from the deferred catalog."
+            ),
+        },
+        "max_results": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": _MAX_RESULTS_CAP,
+            "default": 5,
+            "description": "How many tools to load for a keyword query.",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def _terms(text: str) -> list[str]:
+    # Split camelCase and snake_case alike; a crude plural strip lets "issues" find "issue".
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    words = re.findall(r"[a-z0-9]+", spaced.lower())
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
+
+
+def _document(tool: AgentTool) -> Counter[str]:
+    doc: Counter[str] = Counter()
+    for term in _terms(tool.name):
+        doc[term] += _NAME_WEIGHT
+    properties = (tool.parameters or {}).get("properties") or {}
+    if isinstance(properties, dict):
+        for param in properties:
+            for term in _terms(str(param)):
+                doc[term] += _PARAM_WEIGHT
+    doc.update(_terms(tool.description or ""))
+    return doc
+
+
+@dataclass
+class _SearchIndex:
+    tools: list[AgentTool]
+    docs: list[Counter[str]]
+    lengths: list[int]
+    average_length: float
+    document_frequency: Counter[str]
+
+    @classmethod
+    def build(cls, tools: Sequence[AgentTool]) -> _SearchIndex:
+        docs = [_document(tool) for tool in tools]
+        lengths = [sum(doc.values()) for doc in docs]
+        frequency: Counter[str] = Counter()
+        for doc in docs:
+            frequency.update(doc.keys())
+        average = (sum(lengths) / len(lengths)) if lengths else 1.0
+        return cls(list(tools), docs, lengths, average or 1.0, frequency)
+
+    def rank(self, query: str, limit: int) -> list[AgentTool]:
+        terms = set(_terms(query))
+        wanted_name = query.strip().lower()
+        total = len(self.docs)
+        scored: list[tuple[float, int]] = []
+        for position, (doc, length) in enumerate(zip(self.docs, self.lengths, strict=True)):
+            score = 0.0
+            for term in terms:
+                tf = doc.get(term, 0)
+                if not tf:
+                    continue
+                df = self.document_frequency[term]
+                idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+                norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / self.average_length)
+                score += idf * tf * (_BM25_K1 + 1) / (tf + norm)
+            if self.tools[position].name.lower() == wanted_name:
+                score += 100.0
+            if score > 0:
+                scored.append((score, position))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [self.tools[position] for _, position in scored[:limit]]
+
+
+_open_index: tuple[int, _SearchIndex] | None = None
+
+
+def _candidates() -> tuple[dict[str, AgentTool], _SearchIndex]:
+    """Tools ``select:`` may load, and the keyword index over the deferred ones."""
+    global _open_index
+    state = current_state()
+    if state is not None and state.pool is not None:
+        if not isinstance(state.search_index, _SearchIndex):
+            state.search_index = _SearchIndex.build([t for t in state.pool.values() if t.defer])
+        return state.pool, state.search_index
+    exposed = {tool.name: tool for tool in registry.filter_for()}
+    version = registry.registry_version()
+    if _open_index is None or _open_index[0] != version:
+        _open_index = (version, _SearchIndex.build([t for t in exposed.values() if t.defer]))
+    return exposed, _open_index[1]
+
+
+def _describe(tool: AgentTool) -> str:
+    schema = json.dumps(tool.parameters, indent=2, sort_keys=True, ensure_ascii=False)
+    return f"## {tool.name}\n{tool.description.strip()}\nParameters (JSON Schema):\n{schema}"
+
+
+def _loaded_text(tools: list[AgentTool]) -> str:
+    header = (
+        f"Loaded {len(tools)} tool(s); call them directly from your next step on:"
+        if tools
+        else "No tools loaded."
+    )
+    return "\n\n".join([header, *(_describe(tool) for tool in tools)])
+
+
+def _parse(args: dict[str, Any] | str) -> tuple[str, int]:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"arguments are not valid JSON: {exc.msg}") from exc
+    if not isinstance(args, dict):
+        raise ValueError("arguments must be an object with a 'query' string")
+    unknown = sorted(set(args) - {"query", "max_results"})
+    if unknown:
+        raise ValueError(f"unexpected argument(s) {', '.join(map(repr, unknown))}")
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("'query' must be a non-empty string")
+    limit = args.get("max_results", 5)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"'max_results' must be a positive integer, got {limit!r}")
+    return query.strip(), min(limit, _MAX_RESULTS_CAP)
+
+
+def _select(names: list[str], pool: dict[str, AgentTool]) -> AgentToolResult:
+    found = [pool[name] for name in names if name in pool]
+    unknown = [name for name in names if name not in pool]
+    mark_deferred_loaded(tool.name for tool in found)
+    parts = [_loaded_text(found)] if found else []
+    for name in unknown:
+        closest = difflib.get_close_matches(name, list(pool), n=3, cutoff=0.5)
+        hint = f" Closest matches: {', '.join(closest)}." if closest else ""
+        parts.append(f"Unknown tool {name!r}: it is not in this turn's tool catalog.{hint}")
+    return AgentToolResult(
+        content="\n\n".join(parts),
+        is_error=bool(unknown),
+        details={"loaded": [tool.name for tool in found], "unknown": unknown},
+    )
+
+
+def _search(query: str, limit: int, index: _SearchIndex) -> AgentToolResult:
+    hits = index.rank(query, limit)
+    if not hits:
+        names = [tool.name for tool in index.tools]
+        closest = difflib.get_close_matches(query, names, n=3, cutoff=0.4)
+        hint = f" Closest names: {', '.join(closest)}." if closest else ""
+        return AgentToolResult(
+            content=f"No deferred tool matches {query!r}.{hint} Try other keywords.",
+            details={"loaded": [], "unknown": []},
+        )
+    mark_deferred_loaded(tool.name for tool in hits)
+    return AgentToolResult(
+        content=_loaded_text(hits),
+        details={"loaded": [tool.name for tool in hits], "unknown": []},
+    )
+
+
+class ToolSearch(AgentTool):
+    """Finds deferred tools and loads their schemas for the next provider request."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name=TOOL_SEARCH_NAME,
+            description=(
+                "Load deferred tools listed in the deferred tool catalog. Query with keywords "
+                "to find matching tools, or 'select:NAME[,NAME]' to load exact names. Loaded "
+                "tools' full schemas are returned and become callable on your next step."
+            ),
+            parameters=_PARAMETERS,
+            label="Tool search",
+            source="builtin",
+        )
+
+    async def execute(
+        self,
+        call_id: str,
+        args: dict[str, Any] | str,
+        cancel: asyncio.Event | None = None,
+        on_update: OnUpdate | None = None,
+    ) -> AgentToolResult:
+        try:
+            query, limit = _parse(args)
+        except ValueError as exc:
+            return AgentToolResult(content=f"tool_search: {exc}", is_error=True)
+        pool, index = _candidates()
+        if query.lower().startswith(_SELECT_PREFIX):
+            names = [n.strip() for n in query[len(_SELECT_PREFIX) :].split(",") if n.strip()]
+            if not names:
+                return AgentToolResult(
+                    content="tool_search: 'select:' needs at least one tool name", is_error=True
+                )
+            return _select(list(dict.fromkeys(names)), pool)
+        return _search(query, limit, index)
+
+
+tool_search = ToolSearch()

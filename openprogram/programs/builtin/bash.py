@@ -1,0 +1,213 @@
+"""The ``bash`` tool: one shell command in the workspace, approved, scrubbed, killable.
+
+Safety, in the order it applies:
+
+* layer 4 hides the tool when the host does not allow a shell (``Config.allow_shell``;
+  the web app turns it off when it binds beyond loopback unless explicitly allowed);
+* every call needs the person's approval (``requires_approval=True``: no approver, no run);
+* the command runs with the workspace as working directory and ``HOME``, and an
+  environment built from an allow-list (never the server's own variables, never a
+  name that looks like a key, token, secret or password);
+* it runs in its own session, so on timeout, cancel, or when the command ends, the
+  whole process group is stopped (SIGTERM, then SIGKILL) — nothing it started in
+  that group survives the call. A process that deliberately leaves the group
+  (``setsid``) is outside that reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import re
+import shutil
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from openprogram.config import get_config
+from openprogram.programs.decorator import function
+from openprogram.programs.results import ToolReturn
+from openprogram.workspace import current_workspace
+
+__all__ = ["bash", "scrubbed_environment", "shell_allowed"]
+
+_ENV_ALLOW_LIST = ("PATH", "LANG", "LC_ALL", "TERM", "TZ")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_TERM_GRACE_S = 0.3
+"""SIGTERM → SIGKILL delay; short, because the runtime returns 0.5 s after a cancel."""
+_DRAIN_S = 2.0
+_HEAD_CHARS = 100_000
+_TAIL_CHARS = 100_000
+
+
+def shell_allowed() -> bool:
+    """Layer 4 gate: the host's shell policy (Config.allow_shell)."""
+    return get_config().allow_shell
+
+
+def scrubbed_environment(workspace: str) -> dict[str, str]:
+    """The child's whole environment: allow-listed variables only, HOME = workspace."""
+    env = {
+        name: os.environ[name]
+        for name in _ENV_ALLOW_LIST
+        if name in os.environ and not _SECRET_NAME.search(name)
+    }
+    env.setdefault("PATH", os.defpath)
+    env.setdefault("LANG", "C.UTF-8")
+    env.setdefault("TERM", "dumb")
+    env["HOME"] = workspace
+    return env
+
+
+class _CappedOutput:
+    """Keeps the first and last 100,000 characters of the command's output."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.head_size = 0
+        self.tail = ""
+        self.dropped = 0
+
+    def add(self, text: str) -> None:
+        if self.head_size < _HEAD_CHARS:
+            room = _HEAD_CHARS - self.head_size
+            self.head.append(text[:room])
+            self.head_size += len(text[:room])
+            text = text[room:]
+        if text:
+            combined = self.tail + text
+            self.dropped += max(0, len(combined) - _TAIL_CHARS)
+            self.tail = combined[-_TAIL_CHARS:]
+
+    def text(self) -> str:
+        marker = f"\n[… {self.dropped:,} characters of output omitted …]\n" if self.dropped else ""
+        return "".join(self.head) + marker + self.tail
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _stop_group(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left."""
+    _signal_group(process.pid, signal.SIGTERM)
+    if process.returncode is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), _TERM_GRACE_S)
+    _signal_group(process.pid, signal.SIGKILL)
+
+
+async def _open_reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader()
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(fd, "rb", buffering=0)
+        )
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    return stream, transport
+
+
+async def _pump(
+    stream: asyncio.StreamReader, output: _CappedOutput, on_update: Callable[[str], Any] | None
+) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while chunk := await stream.read(65536):
+        text = decoder.decode(chunk)
+        if text:
+            output.add(text)
+            if on_update is not None:
+                on_update(text)
+    if tail := decoder.decode(b"", final=True):
+        output.add(tail)
+        if on_update is not None:
+            on_update(tail)
+
+
+@function(
+    toolset=["runtime"],
+    unsafe_in=["plan"],
+    requires_approval=True,
+    check_fn=shell_allowed,
+    timeout=120,
+    timeout_min=1,
+    timeout_max=600,
+    max_result_chars=30_000,
+    label="Run shell command",
+)
+async def bash(
+    command: str,
+    timeout: float = 120,
+    on_update: Callable[[str], Any] | None = None,
+) -> ToolReturn:
+    """Run a shell command with bash in the workspace and return its output and exit code.
+
+    Each call needs the person's approval and starts a fresh shell: the working directory
+    is the workspace root (also HOME), and no state such as `cd` or exported variables
+    carries over to the next call. The environment holds only PATH, LANG, LC_ALL, TERM
+    and TZ — no API keys or server secrets. Standard output and error are merged and
+    streamed live; very long output keeps its first and last 100,000 characters. The
+    command is stopped, with everything it started, after `timeout` seconds (default
+    120, at most 600), and background jobs (`&`) do not outlive the call. Prefer the
+    read, grep, glob and edit tools for looking at and changing files.
+
+    Args:
+        command: The command line to run, e.g. "pytest -q tests/test_api.py".
+        timeout: Seconds before the command is stopped.
+    """
+    if not command.strip():
+        raise ValueError("command is empty; give the shell command to run")
+    if not shell_allowed():
+        raise PermissionError("shell commands are disabled on this server (allow_shell is off)")
+    workspace = str(current_workspace())
+    # Our own pipe, not asyncio's: Process.wait() would otherwise also wait for every
+    # holder of the pipe (a background job) to exit, and the job would outlive us.
+    read_fd, write_fd = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            shutil.which("bash") or "/bin/sh",
+            "-c",
+            command,
+            cwd=workspace,
+            env=scrubbed_environment(workspace),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    output = _CappedOutput()
+    stream, transport = await _open_reader(read_fd)
+    reader = asyncio.ensure_future(_pump(stream, output, on_update))
+    held_open = False
+    try:
+        exit_code = await process.wait()
+        # The command is done; stop anything it left running so the pipe closes.
+        _signal_group(process.pid, signal.SIGKILL)
+        try:
+            await asyncio.wait_for(asyncio.shield(reader), _DRAIN_S)
+        except TimeoutError:
+            held_open = True  # a process that left our group still holds the pipe
+    finally:
+        if process.returncode is None:
+            # Timeout or cancel: the runtime cancelled this coroutine.
+            await _stop_group(process)
+        else:
+            _signal_group(process.pid, signal.SIGKILL)
+        reader.cancel()
+        transport.close()
+    text = output.text() or "(no output)"
+    if held_open:
+        text += "\n[output cut: a detached process kept the output open]"
+    text += f"\n[exit code {exit_code}]"
+    return ToolReturn(text, data={"exit_code": exit_code})

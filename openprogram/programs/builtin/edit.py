@@ -1,0 +1,72 @@
+"""The ``edit`` tool: exact string replacement in a workspace file."""
+
+from __future__ import annotations
+
+from openprogram.programs.builtin._fs import display, workspace_path, workspace_root
+from openprogram.programs.decorator import function
+from openprogram.programs.results import ToolReturn
+
+__all__ = ["edit"]
+
+
+class EditFailed(ValueError):
+    """The replacement could not be made as asked; the message says how to fix the call."""
+
+
+@function(toolset=["fs"], unsafe_in=["plan"], label="Edit file")
+def edit(path: str, old_string: str, new_string: str, replace_all: bool = False) -> ToolReturn:
+    """Replace an exact piece of text in a workspace file.
+
+    `old_string` must match the file's text exactly, including whitespace and
+    indentation (do not include the line-number prefixes read shows). It must occur
+    exactly once unless `replace_all` is true; when it occurs several times, add
+    surrounding lines to make it unique or set replace_all. The call fails, changing
+    nothing, when the text is absent or ambiguous. Read the file first so the match is
+    exact. To create a file or replace all of it, use write.
+
+    Args:
+        path: File to change, relative to the workspace.
+        old_string: The exact text to find (non-empty).
+        new_string: The text to put in its place (must differ from old_string).
+        replace_all: Replace every occurrence instead of requiring exactly one.
+    """
+    if old_string == "":
+        raise EditFailed("old_string is empty; give the exact text to replace")
+    if old_string == new_string:
+        raise EditFailed("old_string and new_string are identical; nothing would change")
+    root = workspace_root()
+    target = workspace_path(path, must_exist=True)
+    if target.is_dir():
+        raise IsADirectoryError(f"{path!r} is a directory; give a file path to edit")
+    try:
+        # newline="" keeps the file's own line endings (\r\n stays \r\n).
+        with target.open("r", encoding="utf-8", newline="") as handle:
+            text = handle.read()
+    except UnicodeDecodeError:
+        raise EditFailed(f"{path!r} is not UTF-8 text; edit changes text files only") from None
+    count = text.count(old_string)
+    if count == 0:
+        raise EditFailed(
+            f"old_string was not found in {path!r}; read the file and copy the text exactly "
+            "(whitespace and indentation included)"
+        )
+    if count > 1 and not replace_all:
+        raise EditFailed(
+            f"old_string occurs {count} times in {path!r}; add surrounding lines to make it "
+            "unique, or pass replace_all=true to replace every occurrence"
+        )
+    first_line = text[: text.index(old_string)].count("\n") + 1
+    updated = (
+        text.replace(old_string, new_string)
+        if replace_all
+        else text.replace(old_string, new_string, 1)
+    )
+    with target.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(updated)
+    shown = display(target, root)
+    replaced = count if replace_all else 1
+    return ToolReturn(
+        f"Replaced {replaced} occurrence{'s' if replaced != 1 else ''} in {shown} "
+        f"(first at line {first_line}).",
+        data={"path": shown, "replacements": replaced, "first_line": first_line},
+    )

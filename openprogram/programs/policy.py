@@ -1,0 +1,349 @@
+"""Tool resolution: layers 2, 2b, 3, 4 and 5 in the spec's order, with an explain trace.
+
+One function, :func:`resolve_tools`, decides what a turn offers. The Programs
+page, the API, the chat's debug view and the dispatcher all call it, so there
+is no second implementation of policy anywhere. Each layer only subtracts from
+what the previous one kept:
+
+- L2  exposure: registered and ``expose`` (a bare call gets all of these);
+- L2b selection: ``toolset`` (preset, user profile, list of names or ``"none"``),
+  then ``profile`` (the chat-picked profile) intersected;
+- L3  session: ``source`` drops tools whose ``unsafe_in`` names it, then
+  ``agent_toolset`` (an agent profile's toolset) intersects;
+- L4  availability, only with ``only_available=True`` (see ``_availability``);
+- L5  veto: global ``disabled``, ``deny``, ``allow`` (intersection) and the
+  system veto of ``ask_user_question`` on unattended turns.
+
+``tool_search`` is infrastructure, not a capability: it is offered exactly when
+some offered tool is deferred, unless expose=False, ``disabled`` or ``deny``
+vetoes it. Resolution cost is a handful of set operations per call; per-tool
+work happens once per registry version (``RegistryIndex``) or lazily when the
+explain trace is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import compress
+from typing import Any
+
+from openprogram.agent.types import AgentTool
+from openprogram.programs import registry
+from openprogram.programs._availability import unavailable_reason
+from openprogram.programs._deferred_state import loaded_deferred
+from openprogram.programs._resolution_index import RegistryIndex, registry_index
+from openprogram.programs._selection import (
+    ToolSelection,
+    as_names,
+    selection_members,
+    warn_unknown,
+)
+from openprogram.programs._tool_search import TOOL_SEARCH_NAME, tool_search
+from openprogram.programs._walk import Layer, Stage, Walk
+from openprogram.programs.toolsets import DEFAULT_TOOLSET, UnknownToolsetError
+
+__all__ = [
+    "ASK_USER_TOOL",
+    "Layer",
+    "Resolution",
+    "ToolDecision",
+    "UnknownToolsetError",
+    "agent_tools",
+    "apply_tool_policy",
+    "resolve_tools",
+]
+
+ASK_USER_TOOL = "ask_user_question"
+_SELECTION_LAYERS: frozenset[Layer] = frozenset({"L2b", "L3", "L4"})
+_NO_DEFERRED_STAGE = Stage(
+    "L6", "drop", frozenset({TOOL_SEARCH_NAME}), "no deferred tools are offered"
+)
+
+
+@dataclass(slots=True)
+class ToolDecision:
+    """One row of the explain trace: whether a registered tool is offered, and if not why."""
+
+    name: str
+    offered: bool
+    layer: Layer | None
+    reason: str
+    deferred: bool
+    source: str
+    loaded: bool = False
+
+    @property
+    def summary(self) -> str:
+        if self.offered:
+            return "offered (deferred)" if self.deferred else "offered"
+        return f"{self.layer}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "offered": self.offered,
+            "layer": self.layer,
+            "reason": self.reason,
+            "deferred": self.deferred,
+            "source": self.source,
+            "loaded": self.loaded,
+            "summary": self.summary,
+        }
+
+
+@dataclass(eq=False)
+class Resolution:
+    """What a turn is offered, and the explain trace for every registered tool."""
+
+    tools: list[AgentTool]
+    warnings: list[str] = field(default_factory=list)
+    _stages: list[Stage] = field(default_factory=list, repr=False)
+    _registered: tuple[tuple[str, AgentTool], ...] = field(default=(), repr=False)
+    _loaded: frozenset[str] = field(default=frozenset(), repr=False)
+    _search_exempt: frozenset[Layer] = field(default=_SELECTION_LAYERS, repr=False)
+    """Layers tool_search ignores; L2 too when the shipped instance stands in unregistered."""
+
+    @property
+    def names(self) -> list[str]:
+        return [tool.name for tool in self.tools]
+
+    @property
+    def deferred_names(self) -> list[str]:
+        return [tool.name for tool in self.tools if tool.defer]
+
+    @cached_property
+    def decisions(self) -> list[ToolDecision]:
+        """Every registered tool (expose=False ones too) with the first layer that rejected it."""
+        offered = {tool.name for tool in self.tools}
+        rejected_by = self._first_rejections({name for name, _ in self._registered} - offered)
+        rows = []
+        for name, tool in self._registered:
+            stage = rejected_by.get(name)
+            reason = "" if stage is None else stage.reason
+            rows.append(
+                ToolDecision(
+                    name=name,
+                    offered=name in offered,
+                    layer=None if stage is None else stage.layer,
+                    reason=reason(name) if callable(reason) else reason,
+                    deferred=tool.defer,
+                    source=tool.source,
+                    loaded=tool.defer and name in self._loaded,
+                )
+            )
+        return rows
+
+    def _first_rejections(self, rejected: set[str]) -> dict[str, Stage]:
+        """The first stage that rejected each name, found with one set operation per stage."""
+        first: dict[str, Stage] = {}
+        pending = rejected - {TOOL_SEARCH_NAME}
+        search_pending = TOOL_SEARCH_NAME in rejected
+        for stage in self._stages:
+            # tool_search skips the selection layers: it follows the deferred tools instead.
+            if (
+                search_pending
+                and stage.layer not in self._search_exempt
+                and stage.rejects(TOOL_SEARCH_NAME)
+            ):
+                first[TOOL_SEARCH_NAME] = stage
+                search_pending = False
+            if not pending:
+                continue
+            hits = pending - stage.names if stage.kind == "keep" else pending & stage.names
+            first.update(dict.fromkeys(hits, stage))
+            pending -= hits
+        if search_pending:
+            first[TOOL_SEARCH_NAME] = _NO_DEFERRED_STAGE
+        return first
+
+    def decision(self, name: str) -> ToolDecision | None:
+        return next((row for row in self.decisions if row.name == name), None)
+
+    def explain(self) -> list[dict[str, Any]]:
+        return [row.to_dict() for row in self.decisions]
+
+
+def _unavailable(
+    current: AbstractSet[str], index: RegistryIndex, can_use_context: Mapping[str, Any]
+) -> dict[str, str]:
+    candidates = {tool.name: tool for tool in index.gated if tool.name in current}
+    candidates.update((tool.name, tool) for tool in index.flagged() if tool.name in current)
+    reasons: dict[str, str] = {}
+    for name, tool in candidates.items():
+        reason = unavailable_reason(tool, can_use_context)
+        if reason is not None:
+            reasons[name] = reason
+    return reasons
+
+
+def _veto(
+    walk: Walk,
+    known: AbstractSet[str],
+    *,
+    allow: Iterable[str] | None,
+    deny: Iterable[str] | None,
+    disabled: Iterable[str],
+    attended: bool,
+    warnings: list[str],
+) -> bool:
+    """Layer 5, shared by resolve_tools and apply_tool_policy. True if tool_search is vetoed."""
+    disabled_set = as_names(disabled, "disabled")
+    walk.drop("L5", disabled_set, "globally disabled")
+    deny_set: set[str] = set()
+    if deny is not None:
+        deny_set = as_names(deny, "deny")
+        warn_unknown(deny_set, known, "deny", warnings)
+        walk.drop("L5", deny_set, "in the deny list")
+    if allow is not None:
+        allow_set = as_names(allow, "allow")
+        if allow_set and allow_set <= warn_unknown(allow_set, known, "allow", warnings):
+            raise ValueError(
+                "allow names no registered tool "
+                f"({', '.join(map(repr, sorted(allow_set)))}); refusing to offer an empty set"
+            )
+        if not allow_set:
+            warnings.append("allow is an empty list: no tools are offered")
+        # tool_search follows the deferred tools it serves; allow caps capabilities only.
+        walk.keep("L5", allow_set | {TOOL_SEARCH_NAME}, "not in the allow list")
+    if not attended:
+        walk.drop("L5", {ASK_USER_TOOL}, "withheld: the turn is unattended")
+    return TOOL_SEARCH_NAME in disabled_set or TOOL_SEARCH_NAME in deny_set
+
+
+def _settle_tool_search(walk: Walk, deferred: frozenset[str], allowed: bool) -> None:
+    """tool_search is offered exactly when a deferred tool is, unless it was vetoed."""
+    current = walk.owned()
+    current.discard(TOOL_SEARCH_NAME)
+    if not allowed:
+        return
+    if current.isdisjoint(deferred):
+        walk.stages.append(_NO_DEFERRED_STAGE)
+    else:
+        current.add(TOOL_SEARCH_NAME)
+
+
+def resolve_tools(
+    *,
+    toolset: ToolSelection | None = None,
+    profile: ToolSelection | None = None,
+    source: str | None = None,
+    only_available: bool = False,
+    allow: Iterable[str] | None = None,
+    deny: Iterable[str] | None = None,
+    disabled: Iterable[str] = (),
+    attended: bool = True,
+    can_use_context: Mapping[str, Any] | None = None,
+    named_profiles: Mapping[str, Iterable[str]] | None = None,
+    agent_toolset: ToolSelection | None = None,
+) -> Resolution:
+    """Walk layers 2 → 2b → 3 → (4) → 5 and return the offered tools with the explain trace.
+
+    ``toolset``, ``profile`` and ``agent_toolset`` each accept a preset name
+    (``TOOLSETS``, ``"default"``, ``"none"``, an author toolset), a name from
+    ``named_profiles`` (the user's tool profiles, which shadow presets of the
+    same name) or a list of tool names. Unknown names raise
+    :class:`UnknownToolsetError`; unknown tool names in lists, ``allow`` and
+    ``deny`` become warnings, and an ``allow`` naming no registered tool raises
+    ValueError rather than silently offering nothing.
+    """
+    index = registry_index()
+    profiles = named_profiles or {}
+    warnings: list[str] = []
+    walk = Walk(index.exposed, index.names if index.exposed is index.names else None)
+    walk.stages.append(Stage("L2", "keep", index.exposed, "not exposed (expose=False)"))
+
+    def narrow(layer: Layer, selection: ToolSelection | None, what: str) -> None:
+        if selection is not None and selection != DEFAULT_TOOLSET:
+            members, reason = selection_members(selection, what, index, profiles, warnings)
+            walk.keep(layer, members, reason, registered=True)
+
+    narrow("L2b", toolset, "toolset")
+    narrow("L2b", profile, "profile")
+    if source is not None:
+        walk.drop("L3", registry.unsafe_in_channel(source), f"unsafe_in {source}")
+    narrow("L3", agent_toolset, "agent profile toolset")
+    if only_available:
+        reasons = _unavailable(walk.current, index, can_use_context or {})
+        walk.drop("L4", reasons.keys(), reasons.__getitem__)
+    search_vetoed = _veto(
+        walk,
+        index.names,
+        allow=allow,
+        deny=deny,
+        disabled=disabled,
+        attended=attended,
+        warnings=warnings,
+    )
+    search_exposed = TOOL_SEARCH_NAME in index.exposed or TOOL_SEARCH_NAME not in index.names
+    _settle_tool_search(walk, index.deferred, search_exposed and not search_vetoed)
+    current = walk.current
+    tools = list(compress(index.tools, map(current.__contains__, index.order)))
+    registered = index.pairs
+    search_exempt = _SELECTION_LAYERS
+    if TOOL_SEARCH_NAME not in index.names:
+        # Registry was reset (tests, embedders): the shipped tool_search still serves.
+        registered = (*registered, (TOOL_SEARCH_NAME, tool_search))
+        search_exempt = _SELECTION_LAYERS | {"L2"}
+        if TOOL_SEARCH_NAME in current:
+            tools.append(tool_search)
+    return Resolution(
+        tools=tools,
+        warnings=warnings,
+        _stages=walk.stages,
+        _registered=registered,
+        _loaded=loaded_deferred(),
+        _search_exempt=search_exempt,
+    )
+
+
+def agent_tools(
+    toolset: ToolSelection | None = None,
+    source: str | None = None,
+    only_available: bool = False,
+    allow: Iterable[str] | None = None,
+    deny: Iterable[str] | None = None,
+    **kwargs: Any,
+) -> list[AgentTool]:
+    """The spec's entry point: the offered tools of :func:`resolve_tools` (same arguments)."""
+    return resolve_tools(
+        toolset=toolset,
+        source=source,
+        only_available=only_available,
+        allow=allow,
+        deny=deny,
+        **kwargs,
+    ).tools
+
+
+def apply_tool_policy(
+    tools: list[AgentTool],
+    *,
+    allow: Iterable[str] | None = None,
+    deny: Iterable[str] | None = None,
+    disabled: Iterable[str] = (),
+    attended: bool = True,
+) -> list[AgentTool]:
+    """Layer 5 alone, on a list someone already selected (order kept).
+
+    Same vetoes as :func:`resolve_tools`; ``tool_search`` stays only while a
+    deferred tool remains. Unknown names are tolerated here (there is no trace
+    to report them in) except an ``allow`` that names nothing known: ValueError.
+    """
+    names = frozenset(tool.name for tool in tools)
+    walk = Walk(names)
+    search_vetoed = _veto(
+        walk,
+        registry_index().names | names,
+        allow=allow,
+        deny=deny,
+        disabled=disabled,
+        attended=attended,
+        warnings=[],
+    )
+    deferred = frozenset(tool.name for tool in tools if tool.defer)
+    _settle_tool_search(walk, deferred, TOOL_SEARCH_NAME in names and not search_vetoed)
+    kept = walk.current
+    return [tool for tool in tools if tool.name in kept]

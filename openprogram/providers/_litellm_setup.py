@@ -1,0 +1,54 @@
+"""The one place litellm is imported: lazily, offline-safe, with the offline model registered.
+
+litellm costs seconds and ~200 MB to import and, unless told otherwise, fetches its
+model cost map over the network at import time. So nothing imports it at module
+level: :func:`load_litellm` does, on the first real model call, after setting
+``LITELLM_LOCAL_MODEL_COST_MAP`` and before any callback could phone home.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import ModuleType
+
+__all__ = ["OFFLINE_PROVIDER", "load_litellm"]
+
+OFFLINE_PROVIDER = "openprogram"
+"""litellm custom-provider prefix of the offline model: ``openprogram/offline``."""
+
+_lock = threading.Lock()
+_litellm: ModuleType | None = None
+
+
+def load_litellm() -> ModuleType:
+    """Import and configure litellm once; later calls return the same module."""
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    with _lock:
+        if _litellm is None:
+            os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+            os.environ.setdefault("LITELLM_TELEMETRY", "False")
+            import litellm
+
+            from openprogram.providers.offline import OfflineModel
+
+            # Callbacks and telemetry are the parts of litellm that reach the network
+            # on their own; a self-hosted app must not do that behind the user's back.
+            litellm.telemetry = False
+            litellm.success_callback = []
+            litellm.failure_callback = []
+            litellm.callbacks = []
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True
+            providers = [
+                p for p in litellm.custom_provider_map if p["provider"] != OFFLINE_PROVIDER
+            ]
+            litellm.custom_provider_map = [
+                *providers,
+                {"provider": OFFLINE_PROVIDER, "custom_handler": OfflineModel()},
+            ]
+            litellm.utils.custom_llm_setup()
+            _litellm = litellm
+    return _litellm

@@ -1,0 +1,1 @@
+"""Real stand-ins for external services, used by tests and benchmarks."""

@@ -1,0 +1,223 @@
+"""A real OpenAI-compatible Chat Completions server on 127.0.0.1, scripted per test.
+
+It speaks the streaming wire format litellm's ``openai/`` provider expects
+(SSE chunks with text and ``tool_calls`` deltas, arguments split across chunks,
+a usage chunk, ``[DONE]``) and real HTTP error statuses. Every request body is
+recorded so tests can assert what the framework sent.
+
+    with FakeOpenAIServer() as server:
+        server.script(tool_calls_reply(("echo", {"text": "hi"})), text_reply("done"))
+        ... model="openai/fake-model", api_base=server.base_url, api_key="test"
+        assert server.requests[1]["messages"][-1]["role"] == "tool"
+
+Unscripted requests get HTTP 400 naming the request number, so a test that
+makes more model calls than it scripted fails loudly instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "FakeOpenAIServer",
+    "FakeReply",
+    "error_reply",
+    "text_reply",
+    "tool_calls_reply",
+]
+
+_ARGUMENT_PIECE = 7
+_TEXT_PIECE = 5
+
+
+@dataclass
+class FakeReply:
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """``{"id", "name", "arguments"}`` where arguments is the raw wire text."""
+    status: int = 200
+    error_message: str = ""
+
+
+def text_reply(text: str) -> FakeReply:
+    return FakeReply(text=text)
+
+
+def tool_calls_reply(*calls: tuple[str, dict[str, Any] | str], text: str = "") -> FakeReply:
+    """One reply asking for ``calls``; a str argument is sent verbatim (malformed JSON tests)."""
+    return FakeReply(
+        text=text,
+        tool_calls=[
+            {
+                "id": f"call_{uuid.uuid4().hex[:10]}",
+                "name": name,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            }
+            for name, arguments in calls
+        ],
+    )
+
+
+def error_reply(status: int, message: str = "") -> FakeReply:
+    return FakeReply(status=status, error_message=message or f"fake server error {status}")
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse_chunks(reply: FakeReply, model: str, prompt_chars: int) -> list[dict[str, Any]]:
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:8]}",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in _pieces(reply.text, _TEXT_PIECE)]
+    for index, call in enumerate(reply.tool_calls):
+        head = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [head]}))
+        for piece in _pieces(call["arguments"], _ARGUMENT_PIECE):
+            chunks.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            )
+    chunks.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    completion = max(1, len(reply.text) // 4) + 10 * len(reply.tool_calls)
+    prompt = max(1, prompt_chars // 4)
+    chunks.append(
+        {
+            **base,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+    )
+    return chunks
+
+
+class FakeOpenAIServer:
+    """Start with ``with FakeOpenAIServer() as server`` (or start()/stop())."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._replies: deque[FakeReply] = deque()
+        self._responder: Callable[[dict[str, Any]], FakeReply] | None = None
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the fake OpenAI server is not running; call start() first")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *replies: FakeReply) -> None:
+        """Queue replies, one per model request, in order."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    def reset(self) -> None:
+        """Forget recorded requests, the script and the responder (between tests)."""
+        with self._lock:
+            self.requests.clear()
+            self._replies.clear()
+        self._responder = None
+
+    def respond_with(self, responder: Callable[[dict[str, Any]], FakeReply] | None) -> None:
+        """Answer every request not covered by the script with ``responder(request_body)``."""
+        self._responder = responder
+
+    def _next_reply(self, body: dict[str, Any]) -> FakeReply:
+        with self._lock:
+            self.requests.append(body)
+            number = len(self.requests)
+            if self._replies:
+                return self._replies.popleft()
+        if self._responder is not None:
+            return self._responder(body)
+        return error_reply(400, f"fake server: no scripted reply left for request #{number}")
+
+    def start(self) -> FakeOpenAIServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                reply = server._next_reply(body)
+                self.close_connection = True
+                if reply.status != 200:
+                    payload = json.dumps(
+                        {
+                            "error": {
+                                "message": reply.error_message,
+                                "type": "fake_error",
+                                "code": reply.status,
+                            }
+                        }
+                    ).encode()
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                prompt_chars = len(json.dumps(body.get("messages", [])))
+                for chunk in _sse_chunks(reply, body.get("model", "fake-model"), prompt_chars):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,320 @@
+"""The conversation socket against the real ASGI application (auth, origin check, router)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from chat_app.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from chat_app.models import Run, RunEvent, ToolCallRecord
+from chat_app.services import conversation_create
+from chat_app.turns import control_group
+from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("asgi_application", "no_leftover_turns")]
+
+
+@pytest.fixture
+def conversation(alice):
+    return conversation_create(owner=alice)
+
+
+async def _run_record(run_id: int) -> Run:
+    return await database_sync_to_async(Run.objects.get)(pk=run_id)
+
+
+async def _finish(socket) -> list[dict]:
+    return await receive_until(socket, of_type("assistant_message"))
+
+
+async def test_anonymous_socket_is_refused_with_4401(conversation):
+    socket, connected, code = await open_socket(conversation.pk, cookie=None)
+    assert not connected
+    assert code == CLOSE_UNAUTHENTICATED
+
+
+async def test_handshake_from_a_foreign_origin_is_refused(conversation, alice_cookie):
+    socket, connected, _ = await open_socket(
+        conversation.pk, alice_cookie, origin="http://evil.example"
+    )
+    assert not connected
+    socket, connected, _ = await open_socket(conversation.pk, alice_cookie, origin=None)
+    assert not connected
+
+
+async def test_bob_cannot_join_alices_conversation(conversation, bob_cookie):
+    socket, connected, code = await open_socket(conversation.pk, bob_cookie)
+    assert not connected
+    assert code == CLOSE_NOT_FOUND
+
+
+async def test_an_unknown_conversation_is_not_found(alice_cookie, alice):
+    socket, connected, code = await open_socket(987654, alice_cookie)
+    assert (connected, code) == (False, CLOSE_NOT_FOUND)
+
+
+async def test_text_streams_in_before_the_turn_finishes(conversation, alice_cookie, chat_tools):
+    socket, connected, _ = await open_socket(conversation.pk, alice_cookie)
+    assert connected
+    await socket.send_json_to({"type": "user_message", "text": "hello there", "model": "offline"})
+    frames = await _finish(socket)
+    kinds = [f["type"] for f in frames]
+    assert kinds[0] == "user_message"
+    assert kinds[1] == "tools_resolved"
+    assert "text_delta" in kinds
+    assert kinds.index("text_delta") < kinds.index("turn_finished") < kinds.index("assistant_message")
+    seqs = [f["seq"] for f in frames]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    streamed = "".join(f["text"] for f in frames if f["type"] == "text_delta")
+    assert "echo_twice" in streamed
+    final = frames[-1]
+    assert final["status"] == "completed" and final["text"] == streamed
+    assert "<p>" in final["html"]
+    await socket.disconnect()
+
+
+async def test_tool_call_started_comes_before_tool_finished(conversation, alice_cookie, chat_tools):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/echo_twice text=ab"})
+    frames = await _finish(socket)
+    kinds = [f["type"] for f in frames]
+    assert kinds.index("tool_call_started") < kinds.index("tool_finished")
+    finished = next(f for f in frames if f["type"] == "tool_finished")
+    assert finished["preview"] == "abab" and not finished["is_error"]
+    record = await database_sync_to_async(ToolCallRecord.objects.get)(call_id=finished["call_id"])
+    assert (record.name, record.arguments, record.status) == ("echo_twice", {"text": "ab"}, "done")
+    await socket.disconnect()
+
+
+async def test_an_approved_call_runs(conversation, alice_cookie, chat_tools):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/guarded text=yes"})
+    asked = (await receive_until(socket, of_type("approval_requested")))[-1]
+    assert asked["name"] == "guarded" and asked["arguments"] == {"text": "yes"}
+    await socket.send_json_to({"type": "approve", "call_id": asked["call_id"]})
+    frames = await _finish(socket)
+    resolved = next(f for f in frames if f["type"] == "approval_resolved")
+    assert resolved["approved"] is True
+    finished = next(f for f in frames if f["type"] == "tool_finished")
+    assert finished["preview"] == "guarded ran with yes"
+    await socket.disconnect()
+
+
+async def test_a_denied_call_does_not_run_and_keeps_the_reason(conversation, alice_cookie, chat_tools):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/guarded text=no"})
+    asked = (await receive_until(socket, of_type("approval_requested")))[-1]
+    await socket.send_json_to({"type": "deny", "call_id": asked["call_id"], "reason": "not today"})
+    frames = await _finish(socket)
+    resolved = next(f for f in frames if f["type"] == "approval_resolved")
+    assert (resolved["approved"], resolved["reason"]) == (False, "not today")
+    finished = next(f for f in frames if f["type"] == "tool_finished")
+    assert finished["is_error"] and "guarded ran" not in finished["preview"]
+    record = await database_sync_to_async(ToolCallRecord.objects.get)(call_id=asked["call_id"])
+    assert record.status == "denied"
+    await socket.disconnect()
+
+
+async def test_an_unanswered_approval_times_out_as_denied(
+    conversation, alice_cookie, chat_tools, settings
+):
+    settings.APPROVAL_TIMEOUT_SECONDS = 1
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/guarded text=late"})
+    frames = await _finish(socket)
+    resolved = next(f for f in frames if f["type"] == "approval_resolved")
+    assert resolved["approved"] is False and "within 1 s" in resolved["reason"]
+    await socket.disconnect()
+
+
+async def test_an_unattended_turn_denies_without_waiting(conversation, alice_cookie, chat_tools):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to(
+        {"type": "user_message", "text": "/guarded text=x", "attended": False}
+    )
+    frames = await _finish(socket)
+    resolved = next(f for f in frames if f["type"] == "approval_resolved")
+    assert resolved["approved"] is False and "nobody is attending" in resolved["reason"]
+    await socket.disconnect()
+
+
+async def test_an_approval_is_bound_to_the_conversation_owner(
+    conversation, alice_cookie, chat_tools, bob
+):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/guarded text=mine"})
+    asked = (await receive_until(socket, of_type("approval_requested")))[-1]
+    # A control message claiming to come from bob reaches the turn's group, and is ignored.
+    await get_channel_layer().group_send(
+        control_group(conversation.pk),
+        {"type": "turn.control", "action": "approve", "user_id": bob.pk, "call_id": asked["call_id"]},
+    )
+    await socket.send_json_to({"type": "deny", "call_id": asked["call_id"], "reason": "alice says no"})
+    frames = await _finish(socket)
+    resolved = next(f for f in frames if f["type"] == "approval_resolved")
+    assert (resolved["approved"], resolved["reason"]) == (False, "alice says no")
+    await socket.disconnect()
+
+
+async def test_ask_user_question_gets_the_answer_back(conversation, alice_cookie, chat_tools):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/pick_color prompt=Which?"})
+    asked = (await receive_until(socket, of_type("question_asked")))[-1]
+    assert (asked["question"], asked["choices"]) == ("Which?", ["red", "blue"])
+    await socket.send_json_to({"type": "answer", "call_id": asked["call_id"], "text": "blue"})
+    frames = await _finish(socket)
+    finished = next(f for f in frames if f["type"] == "tool_finished")
+    assert finished["preview"] == "user picked blue"
+    await socket.disconnect()
+
+
+async def test_stop_cancels_a_running_tool_promptly(conversation, alice_cookie, chat_tools):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
+    await receive_until(socket, of_type("tool_update"))
+    started = asyncio.get_running_loop().time()
+    await socket.send_json_to({"type": "stop"})
+    frames = await _finish(socket)
+    assert asyncio.get_running_loop().time() - started < 5
+    assert frames[-1]["status"] == "stopped"
+    run = await _run_record(frames[-1]["run_id"])
+    assert run.status == "stopped" and run.finished is not None
+    await socket.disconnect()
+
+
+async def test_malformed_frames_get_an_error_and_the_socket_stays_open(
+    conversation, alice_cookie, chat_tools
+):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    bad_frames = [
+        ("not json {", "bad_json"),
+        (json.dumps({"type": "launch_rockets"}), "bad_frame"),
+        (json.dumps({"type": "approve"}), "bad_frame"),
+        (json.dumps(["a", "list"]), "bad_frame"),
+        (json.dumps({"type": "user_message", "text": "x" * 70_000}), "too_large"),
+        (json.dumps({"type": "user_message", "text": ""}), "bad_frame"),
+    ]
+    for raw, kind in bad_frames:
+        await socket.send_to(text_data=raw)
+        error = await socket.receive_json_from(timeout=5)
+        assert (error["type"], error["kind"]) == ("error", kind), raw[:40]
+        assert error["message"]
+    await socket.send_to(bytes_data=b"\x00\x01")
+    assert (await socket.receive_json_from(timeout=5))["kind"] == "bad_frame"
+    await socket.send_json_to({"type": "user_message", "text": "/echo_twice text=ok"})
+    frames = await _finish(socket)
+    assert frames[-1]["status"] == "completed"
+    await socket.disconnect()
+
+
+async def test_a_second_message_while_a_turn_runs_is_refused(conversation, alice_cookie, chat_tools):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
+    await receive_until(socket, of_type("tool_call_started"))
+    await socket.send_json_to({"type": "user_message", "text": "me too"})
+    error = (await receive_until(socket, lambda f: f["type"] == "error" and "run_id" not in f))[-1]
+    assert error["kind"] == "conflict" and "already running" in error["message"]
+    await socket.send_json_to({"type": "stop"})
+    await _finish(socket)
+    await socket.disconnect()
+
+
+async def test_a_tool_failure_shows_as_an_error_and_the_socket_lives_on(
+    conversation, alice_cookie, chat_tools
+):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/broken text=now"})
+    frames = await _finish(socket)
+    finished = next(f for f in frames if f["type"] == "tool_finished")
+    assert finished["is_error"] and "broken tool refused" in finished["preview"]
+    await socket.send_json_to({"type": "user_message", "text": "/echo_twice text=z"})
+    frames = await _finish(socket)
+    assert frames[-1]["status"] == "completed"
+    await socket.disconnect()
+
+
+async def test_a_model_that_is_not_offered_is_refused_clearly(conversation, alice_cookie):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "hi", "model": "nope/model"})
+    error = await socket.receive_json_from(timeout=5)
+    assert error["type"] == "error" and "'nope/model' is not offered" in error["message"]
+    await socket.disconnect()
+
+
+async def test_the_turn_finishes_in_history_after_the_tab_disconnects(
+    conversation, alice_cookie, chat_tools
+):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=0.5"})
+    started = (await receive_until(socket, of_type("tool_call_started")))[-1]
+    await socket.disconnect()
+
+    run_id = started["run_id"]
+    for _ in range(200):
+        run = await _run_record(run_id)
+        if run.status != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert run.status == "completed"
+    assert "ticked" in run.text
+
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    catch_up = await socket.receive_json_from(timeout=5)
+    assert catch_up["type"] == "catch_up" and catch_up["run_id"] == run_id
+    kinds = [e["type"] for e in catch_up["events"]]
+    assert kinds[0] == "user_message" and kinds[-1] == "assistant_message"
+    assert "tool_finished" in kinds
+    await socket.disconnect()
+
+
+async def test_a_second_tab_sees_the_same_stream(conversation, alice_cookie, chat_tools):
+    first, _, _ = await open_socket(conversation.pk, alice_cookie)
+    second, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await first.send_json_to({"type": "user_message", "text": "/guarded text=both"})
+    asked = (await receive_until(second, of_type("approval_requested")))[-1]
+    # The second tab answers; the first tab sees the outcome too.
+    await second.send_json_to({"type": "approve", "call_id": asked["call_id"]})
+    first_frames = await _finish(first)
+    second_frames = await _finish(second)
+    assert [f["seq"] for f in first_frames][-len(second_frames) :] == [f["seq"] for f in second_frames]
+    assert any(f["type"] == "tool_finished" and not f["is_error"] for f in first_frames)
+    await first.disconnect()
+    await second.disconnect()
+
+
+async def test_a_reloaded_tab_catches_up_on_a_running_turn(conversation, alice_cookie, chat_tools):
+    first, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await first.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
+    await receive_until(first, of_type("tool_update"))
+    reloaded, _, _ = await open_socket(conversation.pk, alice_cookie)
+    catch_up = await reloaded.receive_json_from(timeout=5)
+    assert catch_up["status"] == "running"
+    kinds = [e["type"] for e in catch_up["events"]]
+    assert kinds[:2] == ["user_message", "tools_resolved"] and "tool_update" in kinds
+    await reloaded.send_json_to({"type": "stop"})
+    frames = await _finish(reloaded)
+    assert frames[-1]["seq"] > catch_up["events"][-1]["seq"]
+    await _finish(first)
+    await first.disconnect()
+    await reloaded.disconnect()
+
+
+async def test_streamed_text_is_persisted_coalesced_not_per_delta(
+    conversation, alice_cookie, chat_tools
+):
+    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    await socket.send_json_to({"type": "user_message", "text": "list your tools please"})
+    frames = await _finish(socket)
+    run_id = frames[-1]["run_id"]
+    live_deltas = [f for f in frames if f["type"] == "text_delta"]
+    stored = await database_sync_to_async(
+        lambda: list(RunEvent.objects.filter(run_id=run_id, type="text_delta"))
+    )()
+    assert len(live_deltas) > 1
+    assert len(stored) < len(live_deltas)
+    assert "".join(e.payload["text"] for e in stored) == "".join(f["text"] for f in live_deltas)
+    await socket.disconnect()

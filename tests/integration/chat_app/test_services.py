@@ -1,0 +1,99 @@
+"""Conversation and run services: titles, remembered choices, event bookkeeping."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat_app.models import Conversation, RunEvent, ToolCallRecord
+from chat_app.schemas import TurnOptions
+from chat_app.services import (
+    NO_AGENT,
+    conversation_apply_options,
+    conversation_create,
+    run_finish,
+    run_record_events,
+    run_start,
+)
+from openprogram_site.api_errors import ConflictError
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def conversation(alice):
+    return conversation_create(owner=alice)
+
+
+def test_the_title_comes_from_the_first_message(conversation):
+    run, _ = run_start(
+        conversation=conversation,
+        text="Please help me   plan a trip to the mountains next summer with friends",
+        attended=True,
+    )
+    run_finish(run_id=run.pk, status="completed", text="ok")
+    conversation.refresh_from_db()
+    assert conversation.title == "Please help me plan a trip to the…"
+    run_start(conversation=conversation, text="another question", attended=True)
+    conversation.refresh_from_db()
+    assert conversation.title.startswith("Please help me")
+
+
+def test_only_one_turn_runs_per_conversation(conversation):
+    run_start(conversation=conversation, text="one", attended=True)
+    with pytest.raises(ConflictError, match="already running"):
+        run_start(conversation=conversation, text="two", attended=True)
+
+
+def test_the_agent_profile_is_chosen_and_cleared(conversation, alice):
+    from tools_app.models import AgentProfile
+
+    agent = AgentProfile.objects.create(owner=alice, name="researcher", model="offline")
+    conversation_apply_options(conversation=conversation, options=TurnOptions(agent_profile=agent.pk))
+    assert Conversation.objects.get(pk=conversation.pk).agent_profile_id == agent.pk
+    conversation_apply_options(conversation=conversation, options=TurnOptions(agent_profile=NO_AGENT))
+    assert Conversation.objects.get(pk=conversation.pk).agent_profile_id is None
+
+
+def test_bobs_agent_profile_cannot_be_picked_by_alice(conversation, bob):
+    from tools_app.models import AgentProfile
+    from openprogram_site.api_errors import UnprocessableError
+
+    agent = AgentProfile.objects.create(owner=bob, name="bobs")
+    with pytest.raises(UnprocessableError, match="does not exist"):
+        conversation_apply_options(conversation=conversation, options=TurnOptions(agent_profile=agent.pk))
+
+
+def test_events_keep_the_tool_call_rows_and_todos_in_step(conversation):
+    run, _ = run_start(conversation=conversation, text="go", attended=True)
+    run_record_events(
+        run_id=run.pk,
+        events=[
+            {"seq": 1, "type": "tool_call_started", "call_id": "c1", "name": "bash", "arguments": {"command": "ls"}},
+            {"seq": 2, "type": "approval_requested", "call_id": "c1", "name": "bash", "arguments": {}},
+        ],
+    )
+    assert ToolCallRecord.objects.get(run=run, call_id="c1").status == "awaiting_approval"
+    run_record_events(
+        run_id=run.pk,
+        events=[
+            {"seq": 3, "type": "approval_resolved", "call_id": "c1", "approved": False, "reason": "no"},
+            {"seq": 4, "type": "tool_finished", "call_id": "c1", "name": "bash", "preview": "denied", "is_error": True},
+            {"seq": 5, "type": "todo_updated", "todos": [{"content": "pack", "status": "pending"}]},
+        ],
+    )
+    record = ToolCallRecord.objects.get(run=run, call_id="c1")
+    assert (record.status, record.is_error, record.result_preview) == ("denied", True, "denied")
+    assert Conversation.objects.get(pk=conversation.pk).todos == [{"content": "pack", "status": "pending"}]
+    assert list(RunEvent.objects.filter(run=run).values_list("seq", flat=True)) == [1, 2, 3, 4, 5]
+
+
+def test_finishing_a_stopped_run_closes_its_open_calls_and_keeps_partial_text(conversation):
+    run, _ = run_start(conversation=conversation, text="go", attended=True)
+    run_record_events(
+        run_id=run.pk,
+        events=[{"seq": 1, "type": "tool_call_started", "call_id": "c1", "name": "bash", "arguments": {}}],
+    )
+    message = run_finish(run_id=run.pk, status="stopped", text="partial ans")
+    run.refresh_from_db()
+    assert (run.status, run.text, message.text) == ("stopped", "partial ans", "partial ans")
+    assert ToolCallRecord.objects.get(run=run).status == "error"

@@ -1,0 +1,124 @@
+"""The chat page and the owner-only download of a persisted full result."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from chat_app.models import Message, Run, ToolCallRecord
+from chat_app.services import conversation_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def conversation(alice):
+    return conversation_create(owner=alice, title="Trip")
+
+
+@pytest.fixture
+def finished_run(conversation):
+    run = Run.objects.create(conversation=conversation, model="offline", status="completed")
+    Message.objects.create(conversation=conversation, role="user", text="plan <b>it</b>", run=run)
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        text="**Done** <script>alert(1)</script> [x](javascript:alert(1))",
+        run=run,
+    )
+    return run
+
+
+def test_home_opens_the_newest_conversation(alice_client, conversation):
+    response = alice_client.get("/")
+    assert response.status_code == 302
+    assert response["Location"] == f"/c/{conversation.pk}/"
+
+
+def test_home_without_conversations_invites_a_new_chat(alice_client):
+    response = alice_client.get("/")
+    assert response.status_code == 200
+    assert b"Start a new chat" in response.content
+
+
+def test_new_chat_creates_a_conversation_for_its_owner(alice_client, alice):
+    response = alice_client.post("/c/new/")
+    assert response.status_code == 302
+    assert alice.conversations.count() == 1
+
+
+def test_the_page_has_the_composer_with_its_pickers(alice_client, conversation):
+    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    for marker in (
+        'id="profile-select"',
+        'id="model-select"',
+        'id="agent-select"',
+        'id="opt-tools"',
+        'id="opt-web"',
+        'id="opt-plan"',
+        'id="opt-attended"',
+        'id="stop"',
+        "default (all tools)",
+        "js/chat.js",
+    ):
+        assert marker in html, marker
+
+
+def test_the_transcript_renders_safe_markdown_and_escaped_user_text(
+    alice_client, conversation, finished_run
+):
+    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert "<strong>Done</strong>" in html
+    assert "<script>alert(1)</script>" not in html
+    assert 'href="javascript:' not in html
+    assert "plan &lt;b&gt;it&lt;/b&gt;" in html
+
+
+def test_bob_gets_404_for_alices_conversation_page(bob_client, conversation):
+    assert bob_client.get(f"/c/{conversation.pk}/").status_code == 404
+
+
+def _record_with_result(run, path) -> ToolCallRecord:
+    return ToolCallRecord.objects.create(
+        run=run, call_id="call-1", name="read", truncated=True, full_result_path=str(path)
+    )
+
+
+def test_the_owner_downloads_the_full_result(alice_client, finished_run):
+    results = settings.RESULTS_DIR
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / "read-call-1.txt"
+    path.write_text("the whole result")
+    _record_with_result(finished_run, path)
+    response = alice_client.get(f"/runs/{finished_run.pk}/calls/call-1/result/")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"the whole result"
+    assert "attachment" in response["Content-Disposition"]
+
+
+def test_bob_cannot_download_alices_result(bob_client, finished_run):
+    path = settings.RESULTS_DIR / "read-call-1.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("secret")
+    _record_with_result(finished_run, path)
+    assert bob_client.get(f"/runs/{finished_run.pk}/calls/call-1/result/").status_code == 404
+
+
+def test_a_recorded_path_outside_the_results_dir_is_not_served(
+    alice_client, finished_run, tmp_path
+):
+    outside = tmp_path / "passwd"
+    outside.write_text("root:x")
+    _record_with_result(finished_run, outside)
+    assert alice_client.get(f"/runs/{finished_run.pk}/calls/call-1/result/").status_code == 404
+
+
+def test_a_symlink_escaping_the_results_dir_is_not_served(alice_client, finished_run, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    link = settings.RESULTS_DIR / "escape.txt"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(outside)
+    _record_with_result(finished_run, link)
+    assert alice_client.get(f"/runs/{finished_run.pk}/calls/call-1/result/").status_code == 404

@@ -1,0 +1,120 @@
+"""An MCP server written with the SDK's server API, for the integration tests.
+
+Run ``python demo_server.py`` for stdio or ``python demo_server.py --http PORT``
+for streamable HTTP on 127.0.0.1. Environment knobs (set by the tests):
+
+- ``DEMO_CRASH_FILE``: a file holding a number N; while N > 0 the server
+  decrements it and exits at start-up, so a test sees N failed starts and then
+  a healthy server (crash, then come back).
+- ``DEMO_EXTRA_TOOLS``: a number N of extra ``extra_<i>`` tools, for the benchmark
+  of a large tool surface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+from pathlib import Path
+
+
+def _crash_at_start_if_asked() -> None:
+    crash_file = os.environ.get("DEMO_CRASH_FILE")
+    if not crash_file:
+        return
+    path = Path(crash_file)
+    remaining = int(path.read_text() or "0")
+    if remaining > 0:
+        path.write_text(str(remaining - 1))
+        sys.exit(7)
+
+
+# Before the SDK import, so a "crashing" start costs no more than the interpreter start.
+if __name__ == "__main__":
+    _crash_at_start_if_asked()
+
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp.server.mcpserver.utilities.types import Image  # noqa: E402
+
+# A 1x1 transparent PNG: the smallest real image a tool can return.
+_PIXEL_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+server = MCPServer("demo", subscriptions=False, log_level="WARNING")
+
+
+@server.tool(description="Echo the given text back.")
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Add two integers.")
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@server.tool(description="Count to steps, reporting progress after each step.")
+async def slow_count(steps: int, delay: float, ctx: Context) -> str:
+    for step in range(1, steps + 1):
+        await asyncio.sleep(delay)
+        await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"counted to {steps}"
+
+
+@server.tool(description="Always fails with the given message.")
+def fail(message: str) -> str:
+    raise ToolError(message)
+
+
+@server.tool(description="Return a text of exactly size characters.")
+def big_output(size: int) -> str:
+    line = "0123456789abcdefghijklmnopqrstuvwxyz\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+@server.tool(description="Return a one-pixel PNG and a caption.")
+def pixel() -> list:
+    return ["a single pixel", Image(data=_PIXEL_PNG, format="png")]
+
+
+def _bonus(word: str) -> str:
+    return f"bonus {word}"
+
+
+@server.tool(description="Add the 'bonus' tool, remove 'add', and announce the change.")
+async def evolve(ctx: Context) -> str:
+    server.add_tool(_bonus, name="bonus", description="A tool that appeared later.")
+    server.remove_tool("add")
+    await ctx.session.send_tool_list_changed()
+    return "evolved"
+
+
+@server.tool(description="Rewrite echo's description and announce the change.")
+async def rewrite_echo(description: str, ctx: Context) -> str:
+    server.remove_tool("echo")
+    server.add_tool(echo, name="echo", description=description)
+    await ctx.session.send_tool_list_changed()
+    return "rewritten"
+
+
+@server.tool(description="Exit the server process abruptly.")
+def crash() -> str:
+    os._exit(3)
+
+
+def _extra(value: str) -> str:
+    return value
+
+
+for _index in range(int(os.environ.get("DEMO_EXTRA_TOOLS", "0"))):
+    server.add_tool(_extra, name=f"extra_{_index}", description=f"Extra tool number {_index}.")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -1,0 +1,174 @@
+"""bash: approval, streaming, scrubbed environment, and no survivors on timeout or cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from openprogram.agent.types import ApprovalDecision, ApprovalRequest
+from openprogram.programs._availability import clear_availability_cache
+from openprogram.programs.builtin.bash import bash, scrubbed_environment
+from openprogram.programs.policy import resolve_tools
+
+
+@pytest.fixture
+def approvals(turn):
+    """Approve every call and remember what was asked."""
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True)
+
+    turn.approval_hook = approve
+    return asked
+
+
+def _gone(pid: int) -> bool:
+    """Exited, or a zombie waiting for a parent that is not ours to reap."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state == "Z"
+
+
+async def _wait_until(condition, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await asyncio.sleep(0.02)
+    return condition()
+
+
+async def test_without_an_approver_it_is_denied_and_never_runs(turn, workspace, call):
+    result = await call(bash, {"command": "touch ran.txt"})
+    assert result.is_error and "denied" in result.content
+    assert not (workspace / "ran.txt").exists()
+
+
+async def test_a_refusing_approver_stops_it(turn, workspace, call):
+    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(approved=False, reason="not today")
+
+    turn.approval_hook = refuse
+    result = await call(bash, {"command": "touch ran.txt"})
+    assert result.is_error and "not today" in result.content
+    assert not (workspace / "ran.txt").exists()
+
+
+async def test_an_approved_command_runs_in_the_workspace(approvals, workspace, call):
+    result = await call(bash, {"command": "pwd; echo hi > made.txt; echo oops >&2; exit 3"})
+    assert not result.is_error
+    assert result.content.splitlines()[0] == str(workspace.resolve())
+    assert "oops" in result.content and "[exit code 3]" in result.content
+    assert result.details == {"exit_code": 3}
+    assert (workspace / "made.txt").read_text() == "hi\n"
+    assert approvals[0].tool_name == "bash" and approvals[0].arguments["command"].startswith("pwd")
+
+
+async def test_output_streams_through_on_update_while_it_runs(approvals, call):
+    chunks: list[str] = []
+    result = await call(
+        bash,
+        {"command": "echo first; sleep 0.3; echo second"},
+        on_update=chunks.append,
+    )
+    assert "first" in "".join(chunks) and "second" in "".join(chunks)
+    assert len(chunks) >= 2  # two separate deliveries, not one blob at the end
+    assert "first\nsecond" in result.content
+
+
+async def test_the_environment_is_scrubbed(approvals, workspace, call, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-must-not-leak")
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "also-secret")
+    monkeypatch.setenv("HARMLESS_BUT_SERVER_ONLY", "server-env")
+    result = await call(bash, {"command": "env"})
+    assert "sk-test-must-not-leak" not in result.content
+    assert "also-secret" not in result.content and "server-env" not in result.content
+    assert f"HOME={workspace.resolve()}" in result.content
+
+
+def test_the_environment_allow_list_drops_secret_looking_names(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    env = scrubbed_environment("/ws")
+    assert set(env) <= {"PATH", "LANG", "LC_ALL", "TERM", "TZ", "HOME"}
+    assert env["HOME"] == "/ws" and env["TZ"] == "UTC"
+
+
+async def test_a_timeout_kills_the_whole_process_group(approvals, workspace, call):
+    command = "sleep 300 & echo $! > child.pid; wait"
+    result = await call(bash, {"command": command, "timeout": 1})
+    assert result.is_error and "timed out after 1 s" in result.content
+    child = int((workspace / "child.pid").read_text())
+    assert await _wait_until(lambda: _gone(child)), f"grandchild {child} survived"
+
+
+async def test_cancel_kills_the_whole_process_group(approvals, workspace, call):
+    cancel = asyncio.Event()
+    task = asyncio.create_task(
+        call(bash, {"command": "sleep 300 & echo $! > child.pid; wait"}, cancel=cancel)
+    )
+    pid_file = workspace / "child.pid"
+    assert await _wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    child = int((workspace / "child.pid").read_text())
+    cancel.set()
+    result = await task
+    assert result.is_error and "cancelled" in result.content
+    assert await _wait_until(lambda: _gone(child)), f"grandchild {child} survived"
+
+
+async def test_background_jobs_do_not_outlive_a_finished_command(approvals, workspace, call):
+    result = await call(bash, {"command": "sleep 300 & echo $! > child.pid; echo done"})
+    assert "done" in result.content and "[exit code 0]" in result.content
+    child = int((workspace / "child.pid").read_text())
+    assert await _wait_until(lambda: _gone(child)), f"background job {child} survived"
+
+
+async def test_the_timeout_is_clamped_into_range(approvals, call):
+    too_long = await call(bash, {"command": "echo ok", "timeout": 10_000})
+    assert not too_long.is_error
+    schema = bash._agent_tool.parameters["properties"]["timeout"]
+    assert "at most 600" in schema["description"] and schema["default"] == 120
+
+
+async def test_huge_output_keeps_head_and_tail(approvals, call):
+    result = await call(bash, {"command": "seq 1 200000"})
+    assert result.content.startswith("1\n2\n3\n")
+    assert "200000" in result.content and "[exit code 0]" in result.content
+
+
+async def test_an_empty_command_is_refused(approvals, call):
+    result = await call(bash, {"command": "   "})
+    assert result.is_error and "empty" in result.content
+
+
+async def test_layer_4_hides_it_when_the_shell_is_not_allowed(configure):
+    clear_availability_cache()
+    configure(allow_shell=False)
+    resolution = resolve_tools(only_available=True)
+    assert "bash" not in [tool.name for tool in resolution.tools]
+    clear_availability_cache()
+    configure(allow_shell=True)
+    assert "bash" in [tool.name for tool in resolve_tools(only_available=True).tools]
+    clear_availability_cache()
+
+
+async def test_it_refuses_to_run_when_the_shell_is_off_even_if_called_directly(
+    approvals, configure, workspace, call
+):
+    configure(allow_shell=False)
+    result = await call(bash, {"command": "touch ran.txt"})
+    assert result.is_error and "disabled" in result.content
+    assert not (workspace / "ran.txt").exists()
+
+
+def test_its_settings_match_the_policy():
+    tool = bash._agent_tool
+    assert tool.requires_approval is True and "plan" in tool.unsafe_in
+    assert tool.toolsets == ("runtime",)
+    assert (tool.timeout, tool.timeout_min, tool.timeout_max) == (120, 1, 600)

@@ -1,0 +1,101 @@
+"""read: numbered lines, paging, confinement, and paging through persisted results."""
+
+from __future__ import annotations
+
+from openprogram.config import get_config
+from openprogram.programs.builtin.read import read
+from openprogram.programs.results import (
+    cap_result_text,
+    reset_context_window_chars,
+    set_context_window_chars,
+)
+
+
+async def test_it_numbers_lines_like_cat_n(turn, workspace, call):
+    (workspace / "a.txt").write_text("alpha\nbeta\n")
+    result = await call(read, {"path": "a.txt"})
+    assert not result.is_error
+    assert result.content == "     1\talpha\n     2\tbeta"
+
+
+async def test_it_pages_with_offset_and_limit_and_says_where_to_continue(turn, workspace, call):
+    (workspace / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 101)))
+    result = await call(read, {"path": "big.txt", "offset": 10, "limit": 3})
+    assert result.content.splitlines()[:3] == [
+        "    10\tline 10",
+        "    11\tline 11",
+        "    12\tline 12",
+    ]
+    assert "offset=13" in result.content
+    assert result.details["more"] is True
+    last = await call(read, {"path": "big.txt", "offset": 99})
+    assert "offset=" not in last.content and last.content.endswith("line 100")
+
+
+async def test_it_stops_a_page_before_the_result_cap(turn, workspace, call):
+    (workspace / "wide.txt").write_text(("x" * 1000 + "\n") * 200)
+    result = await call(read, {"path": "wide.txt"})
+    assert not result.truncated
+    assert len(result.content) < 50_000 and "call read with offset=" in result.content
+
+
+async def test_it_refuses_a_path_outside_the_workspace(turn, workspace, call, tmp_path):
+    (tmp_path / "secret.txt").write_text("sentinel")
+    result = await call(read, {"path": "../secret.txt"})
+    assert result.is_error and "outside the workspace" in result.content
+    assert "sentinel" not in result.content
+
+
+async def test_it_reports_missing_files_directories_and_binaries(turn, workspace, call):
+    (workspace / "bin.dat").write_bytes(b"\x00\x01\x02")
+    (workspace / "d").mkdir()
+    missing = await call(read, {"path": "nope.txt"})
+    assert missing.is_error and "'nope.txt'" in missing.content
+    directory = await call(read, {"path": "d"})
+    assert directory.is_error and "list_dir" in directory.content
+    binary = await call(read, {"path": "bin.dat"})
+    assert binary.is_error and "binary" in binary.content
+
+
+async def test_it_rejects_bad_arguments_before_running(turn, call):
+    result = await call(read, {"path": "a.txt", "offset": 0})
+    assert result.is_error and "'offset'" in result.content
+    result = await call(read, {})
+    assert result.is_error and "missing required field 'path'" in result.content
+
+
+async def test_paging_a_persisted_result_never_persists_it_again(turn, call):
+    source = read._agent_tool
+    huge = "".join(f"row {n} " + "y" * 80 + "\n" for n in range(3000))
+    capped = cap_result_text(huge, tool=source, call_id="earlier")
+    assert capped.full_result_path is not None
+    before = set(get_config().results_dir.iterdir())
+
+    page = await call(read, {"path": capped.full_result_path, "offset": 2000, "limit": 5})
+    assert not page.is_error and page.content.startswith("  2000\trow 1999 ")
+
+    token = set_context_window_chars(10_000)  # a small model: the page itself gets capped
+    try:
+        result = await call(read, {"path": capped.full_result_path})
+    finally:
+        reset_context_window_chars(token)
+    assert result.truncated and result.full_result_path is None
+    assert set(get_config().results_dir.iterdir()) == before
+
+
+async def test_a_capped_read_of_a_workspace_file_is_persisted(turn, workspace, call):
+    (workspace / "long.txt").write_text("z" * 30 + "\n" * 1 + ("w" * 90 + "\n") * 400)
+    token = set_context_window_chars(10_000)
+    try:
+        result = await call(read, {"path": "long.txt"})
+    finally:
+        reset_context_window_chars(token)
+    assert result.truncated and result.full_result_path is not None
+
+
+async def test_a_relative_path_never_reaches_the_results_directory(turn, call):
+    results = get_config().results_dir
+    results.mkdir(parents=True)
+    (results / "other.txt").write_text("not yours")
+    result = await call(read, {"path": "other.txt"})
+    assert result.is_error and "not yours" not in result.content
