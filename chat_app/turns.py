@@ -23,11 +23,11 @@ from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from chat_app.markdown import render_markdown
 from chat_app.schemas import TurnOptions
+from chat_app.turn_inputs import turn_prepare
 from openprogram.agent.types import ApprovalDecision, ApprovalRequest
 
 __all__ = [
@@ -219,7 +219,12 @@ class ActiveTurn:
         finished_seen = False
         try:
             await self.emit(
-                {"type": "user_message", "text": user_text, "message_id": message_id, "title": title}
+                {
+                    "type": "user_message",
+                    "text": user_text,
+                    "message_id": message_id,
+                    "title": title,
+                }
             )
             from openprogram.agent.dispatcher import process_user_turn
 
@@ -309,78 +314,6 @@ async def _group_send(group: str, message: dict[str, Any]) -> None:
         _log.exception("could not relay to %r", group)
 
 
-def _request_kwargs(values: dict[str, Any]) -> dict[str, Any]:
-    """Only the TurnRequest fields this framework version has (it grows optional ones)."""
-    from openprogram.agent.events import TurnRequest
-
-    names = {f.name for f in dataclasses.fields(TurnRequest)}
-    return {k: v for k, v in values.items() if k in names}
-
-
-def _prepare(
-    *,
-    user: AbstractBaseUser,
-    conversation_id: int,
-    text: str,
-    options: TurnOptions,
-    attended: bool | None,
-) -> tuple[int, dict[str, Any], int, str]:
-    """Validate, remember the composer's choices, open the run; returns TurnRequest kwargs."""
-    from chat_app.selectors import (
-        conversation_get,
-        conversation_history,
-        model_key_problem,
-        workspace_for,
-    )
-    from chat_app.services import conversation_apply_options, run_abandon_orphans, run_start
-    from openprogram_site.api_errors import ConflictError, UnprocessableError
-    from tools_app.selectors import turn_resolution_inputs
-
-    conversation = conversation_get(owner=user, conversation_id=conversation_id)
-    conversation_apply_options(conversation=conversation, options=options)
-    inputs = turn_resolution_inputs(
-        owner=user,
-        profile_name=conversation.profile_name,
-        agent_profile_id=conversation.agent_profile_id,
-    )
-    model = inputs.pop("model", None) or conversation.model
-    problem = model_key_problem(model)
-    if problem:
-        raise UnprocessableError(problem)
-    turn_attended = conversation.attended if attended is None else attended
-    try:
-        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
-    except ConflictError:
-        if not single_process_layer() or active_turn(conversation_id) is not None:
-            raise
-        # One process and nobody runs it: a turn left over from a server that stopped.
-        run_abandon_orphans(
-            conversation_id=conversation_id, reason="the server stopped during this turn"
-        )
-        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
-    if run.model != model:
-        run.model = model
-        run.save(update_fields=["model"])
-    kwargs = {
-        **inputs,
-        "text": text,
-        "history": conversation_history(conversation=conversation, before=message),
-        "model": model,
-        "user_id": user.pk,
-        "conversation_id": conversation.pk,
-        "tools_on": conversation.tools_on,
-        "web_search_on": conversation.web_search_on,
-        "plan_mode": conversation.plan_mode,
-        "source": "plan" if conversation.plan_mode else "web",
-        "attended": turn_attended,
-        "workspace": workspace_for(user=user),
-        "state": {"todos": list(conversation.todos)},
-        "approval_timeout": float(settings.APPROVAL_TIMEOUT_SECONDS),
-        "can_use_context": {"user_id": user.pk, "username": user.get_username()},
-    }
-    return run.pk, kwargs, message.pk, conversation.title
-
-
 async def turn_start(
     *,
     user: AbstractBaseUser,
@@ -395,19 +328,30 @@ async def turn_start(
 
     if conversation_id in _active:
         raise ConflictError("a turn is already running in this conversation; stop it first")
-    run_id, kwargs, message_id, title = await database_sync_to_async(_prepare)(
-        user=user, conversation_id=conversation_id, text=text, options=options, attended=attended
-    )
-    turn = ActiveTurn(
-        conversation_id=conversation_id, owner_id=user.pk, run_id=run_id, request=None
-    )
-    turn.request = TurnRequest(
-        **_request_kwargs(
-            {**kwargs, "approval_hook": turn.approval_hook, "question_hook": turn.question_hook}
-        )
-    )
+    # Hold the slot while the run is prepared, so a second message cannot slip in.
+    turn = ActiveTurn(conversation_id=conversation_id, owner_id=user.pk, run_id=0, request=None)
     _active[conversation_id] = turn
-    turn.task = asyncio.create_task(turn.run(user_text=text, message_id=message_id, title=title))
+    try:
+        prepared = await database_sync_to_async(turn_prepare)(
+            user=user,
+            conversation_id=conversation_id,
+            text=text,
+            options=options,
+            attended=attended,
+            may_abandon_orphans=single_process_layer(),
+        )
+    except BaseException:
+        _active.pop(conversation_id, None)
+        raise
+    turn.run_id = prepared.run_id
+    turn.request = TurnRequest(
+        **prepared.request_kwargs,
+        approval_hook=turn.approval_hook,
+        question_hook=turn.question_hook,
+    )
+    turn.task = asyncio.create_task(
+        turn.run(user_text=text, message_id=prepared.message_id, title=prepared.title)
+    )
     return turn
 
 

@@ -13,7 +13,15 @@ from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-__all__ = ["env_bool", "env_database", "env_int", "env_list", "env_path", "env_str"]
+__all__ = [
+    "env_allow_hosts",
+    "env_bool",
+    "env_database",
+    "env_int",
+    "env_list",
+    "env_path",
+    "env_str",
+]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -59,6 +67,19 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if raw is None:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_allow_hosts(name: str) -> list[str]:
+    """A comma-separated list of ``host``, ``host:port`` or ``[v6]:port`` entries."""
+    from openprogram.security.urls import parse_allow_entry
+
+    entries = env_list(name)
+    for entry in entries:
+        try:
+            parse_allow_entry(entry)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {exc}") from None
+    return entries
 
 
 def env_path(name: str, default: Path) -> Path:

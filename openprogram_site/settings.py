@@ -7,7 +7,15 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from openprogram_site.env import env_bool, env_database, env_int, env_list, env_path, env_str
+from openprogram_site.env import (
+    env_allow_hosts,
+    env_bool,
+    env_database,
+    env_int,
+    env_list,
+    env_path,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -110,7 +118,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+            # redis-py 8 times out reads by default; channels-redis blocks 5 s in BRPOP
+            # (django/channels_redis#422), so the socket must wait longer than that.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "capacity": 1500,
+                "expiry": 60,
+            },
         }
     }
 else:
@@ -163,7 +177,12 @@ OPENPROGRAM_PACKAGES = env_list("OPENPROGRAM_PACKAGES")
 OPENPROGRAM_ALLOW_SHELL = env_bool("OPENPROGRAM_ALLOW_SHELL", not BINDS_BEYOND_LOOPBACK)
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
 SEARXNG_URL = env_str("SEARXNG_URL")
-WEB_FETCH_ALLOW_HOSTS = env_list("WEB_FETCH_ALLOW_HOSTS")
+# web_search's hosted backend (Brave Search API); SearXNG wins when both are set.
+SEARCH_API_KEY = env_str("BRAVE_API_KEY")
+# host or host:port entries web_fetch may reach even on private addresses (docs/security.md).
+WEB_FETCH_ALLOW_HOSTS = env_allow_hosts("WEB_FETCH_ALLOW_HOSTS")
+WEB_FETCH_MAX_BYTES = env_int("WEB_FETCH_MAX_BYTES", 2_000_000, minimum=1_000, maximum=100_000_000)
+WEB_FETCH_TIMEOUT_SECONDS = env_int("WEB_FETCH_TIMEOUT", 20, minimum=1, maximum=300)
 
 LOGGING = {
     "version": 1,

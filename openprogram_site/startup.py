@@ -18,6 +18,14 @@ def start_background_services() -> None:
     config.configure(
         home=settings.OPENPROGRAM_HOME,
         results_dir=settings.RESULTS_DIR,
+        workspaces_dir=settings.WORKSPACES_DIR,
+        workspace=settings.OPENPROGRAM_WORKSPACE or None,
+        allow_shell=settings.OPENPROGRAM_ALLOW_SHELL,
+        searxng_url=settings.SEARXNG_URL,
+        search_api_key=settings.SEARCH_API_KEY,
+        web_fetch_allow_hosts=tuple(settings.WEB_FETCH_ALLOW_HOSTS),
+        web_fetch_max_bytes=settings.WEB_FETCH_MAX_BYTES,
+        web_fetch_timeout=float(settings.WEB_FETCH_TIMEOUT_SECONDS),
     )
     from openprogram.programs.loader import load_program_packages
 

@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from openprogram_site.api_errors import UnprocessableError
+from tools_app.agent_profile_services import agent_tools_validate
 from tools_app.models import AgentProfile, Tool, ToolProfile, UserToolSettings
 from tools_app.services import profile_validate_name
 
@@ -165,8 +166,27 @@ class ToolProfileAdmin(admin.ModelAdmin):
         return len(obj.tools or [])
 
 
+class _AgentProfileForm(forms.ModelForm):
+    """The same ``tools`` rules as the API: a known toolset and lists of tool names."""
+
+    class Meta:
+        model = AgentProfile
+        fields = ("owner", "name", "model", "system_prompt", "tools")
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        owner = cleaned.get("owner")
+        if owner is not None and "tools" in cleaned:
+            try:
+                cleaned["tools"] = agent_tools_validate(owner, cleaned["tools"])
+            except UnprocessableError as exc:
+                self.add_error("tools", exc.message)
+        return cleaned
+
+
 @admin.register(AgentProfile)
 class AgentProfileAdmin(admin.ModelAdmin):
+    form = _AgentProfileForm
     list_display = ("name", "owner", "model", "updated_at")
     list_filter = ("owner",)
     search_fields = ("name", "owner__username", "model")

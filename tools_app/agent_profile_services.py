@@ -16,10 +16,15 @@ from openprogram_site.api_errors import ConflictError, NotFoundError, Unprocessa
 from tools_app.models import PROFILE_NAME_MAX, AgentProfile, ToolProfile
 from tools_app.services import tool_names_validate
 
-__all__ = ["agent_profile_create", "agent_profile_delete", "agent_profile_update"]
+__all__ = [
+    "agent_profile_create",
+    "agent_profile_delete",
+    "agent_profile_update",
+    "agent_tools_validate",
+]
 
 
-def _clean_agent_tools(owner: AbstractBaseUser, tools: Any) -> dict[str, Any]:
+def agent_tools_validate(owner: AbstractBaseUser, tools: Any) -> dict[str, Any]:
     """The spec's agent ``tools`` field, checked: a known toolset and lists of names."""
     from openprogram.programs.toolsets import known_toolset_names
 
@@ -85,7 +90,7 @@ def agent_profile_create(
             name=_clean_agent_name(name),
             model=(model or "").strip()[:200],
             system_prompt=system_prompt or "",
-            tools=_clean_agent_tools(owner, tools),
+            tools=agent_tools_validate(owner, tools),
         )
     )
 
@@ -105,7 +110,7 @@ def agent_profile_update(*, owner: AbstractBaseUser, pk: int, **changes: Any) ->
     if "system_prompt" in changes:
         row.system_prompt = changes["system_prompt"] or ""
     if "tools" in changes:
-        row.tools = _clean_agent_tools(owner, changes["tools"])
+        row.tools = agent_tools_validate(owner, changes["tools"])
     return _save_agent(row)
 
 

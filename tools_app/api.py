@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
 
@@ -131,12 +132,16 @@ def profiles_get(request: HttpRequest, name: str):
     summary="Rename a profile, set its tools, or make it active",
 )
 def profiles_update(request: HttpRequest, name: str, payload: ProfilePatch):
-    if payload.tools is not None:
-        services.profile_set_tools(owner=request.user, name=name, tools=payload.tools)
-    if payload.name is not None:
-        name = services.profile_rename(owner=request.user, name=name, new_name=payload.name).name
-    if payload.active:
-        services.profile_activate(owner=request.user, name=name)
+    # All or nothing: a rename that conflicts must not leave the new tool list applied.
+    with transaction.atomic():
+        if payload.tools is not None:
+            services.profile_set_tools(owner=request.user, name=name, tools=payload.tools)
+        if payload.name is not None:
+            name = services.profile_rename(
+                owner=request.user, name=name, new_name=payload.name
+            ).name
+        if payload.active:
+            services.profile_activate(owner=request.user, name=name)
     return profile_detail(owner=request.user, name=name)
 
 

@@ -46,7 +46,7 @@ def _unavailable_reasons(owner: AbstractBaseUser) -> dict[str, str]:
     return {
         decision.name: decision.reason
         for decision in resolution.decisions
-        if not decision.offered and str(decision.layer).upper().lstrip("L") == "4"
+        if not decision.offered and decision.layer == "L4"
     }
 
 

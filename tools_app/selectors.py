@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from accounts.models import ApiToken
-from openprogram.programs import registry
+from openprogram.programs import UnknownToolsetError, registry
 from openprogram_site.api_errors import NotFoundError
 from tools_app.catalog_sync import tool_catalog_sync_if_changed
 from tools_app.models import DEFAULT_PROFILE, AgentProfile, Tool, ToolProfile, UserToolSettings
@@ -272,8 +272,12 @@ def _agent_toolset(tools: dict[str, Any], named_profiles: dict[str, list[str]]) 
         return toolset
     if toolset in (None, DEFAULT_PROFILE):
         return toolset  # already everything exposed; nothing to add back
-    synthetic = f"{toolset}+enabled"
-    named_profiles[synthetic] = [*toolset_members(toolset, named_profiles), *enabled]
+    try:
+        members = toolset_members(toolset, named_profiles)
+    except UnknownToolsetError:
+        return toolset  # resolution reports the unknown name; no guessing here
+    synthetic = f"{toolset}+enabled"  # '+' never appears in a user's profile name
+    named_profiles[synthetic] = [*members, *enabled]
     return synthetic
 
 

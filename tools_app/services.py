@@ -29,6 +29,7 @@ from tools_app.models import (
     UserToolSettings,
 )
 from tools_app.selectors import exposed_tool_names, tool_get
+from tools_app.signals import tool_profile_deleted, tool_profile_renamed
 
 __all__ = [
     "api_token_issue",
@@ -155,6 +156,7 @@ def profile_rename(*, owner: AbstractBaseUser, name: str, new_name: str) -> Tool
     row.name = cleaned
     _save(row)
     UserToolSettings.objects.filter(user=owner, active_profile=old).update(active_profile=cleaned)
+    tool_profile_renamed.send(sender=ToolProfile, owner=owner, old_name=old, new_name=cleaned)
     for agent in AgentProfile.objects.filter(owner=owner):
         if agent.tools.get("toolset") == old:
             agent.tools = {**agent.tools, "toolset": cleaned}
@@ -211,6 +213,7 @@ def profile_delete(*, owner: AbstractBaseUser, name: str) -> None:
     UserToolSettings.objects.filter(user=owner, active_profile=name).update(
         active_profile=DEFAULT_PROFILE
     )
+    tool_profile_deleted.send(sender=ToolProfile, owner=owner, name=name)
 
 
 def profile_activate(*, owner: AbstractBaseUser, name: str) -> str:

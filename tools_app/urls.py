@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tools_app import views
+from tools_app import agent_profile_views, views
 
 app_name = "tools"
 
@@ -22,4 +22,8 @@ urlpatterns = [
         views.profile_remove_tool,
         name="profile-remove-tool",
     ),
+    path("agents/", agent_profile_views.agent_profiles_page, name="agents"),
+    path("agents/new/", agent_profile_views.agent_profile_save, name="agent-create"),
+    path("agents/<int:pk>/", agent_profile_views.agent_profile_save, name="agent-save"),
+    path("agents/<int:pk>/delete/", agent_profile_views.agent_profile_delete, name="agent-delete"),
 ]

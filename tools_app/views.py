@@ -8,6 +8,7 @@ Validation failures are rendered inline beside the control that caused them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -40,6 +41,7 @@ __all__ = [
 
 _STATES = ("enabled", "disabled", "unavailable", "deferred", "missing")
 _TOOLS_CHANGED = "tools-changed"
+_PROFILE_CHANGED = "profile-changed"
 
 
 def _selected(request: HttpRequest, name: str | None) -> str:
@@ -90,6 +92,8 @@ def _area(
     )
     if changed:
         response["HX-Push-Url"] = f"{reverse('tools:programs')}?profile={selected}"
+    # The catalog marks what the selected profile holds; it refreshes on this event.
+    response["HX-Trigger"] = _PROFILE_CHANGED
     return response
 
 
@@ -105,9 +109,12 @@ def _catalog_filters(request: HttpRequest) -> dict[str, Any]:
 
 def _catalog_context(request: HttpRequest) -> dict[str, Any]:
     filters = _catalog_filters(request)
+    selected = _selected(request, request.GET.get("profile"))
     return {
         "entries": presenters.catalog_entries(owner=request.user, **filters),
         "filters": filters,
+        "selected": selected,
+        "in_profile": set(selectors.profile_get(owner=request.user, name=selected).tools),
     }
 
 
@@ -177,13 +184,12 @@ def tool_toggle_disabled(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 def profile_panel(request: HttpRequest, name: str) -> HttpResponse:
-    selected = _selected(request, name)
-    if not request.htmx:
-        return redirect(f"{reverse('tools:programs')}?profile={selected}")
-    return render(request, "tools_app/_profiles_area.html", _area_context(request.user, selected))
+    return _area(request, _selected(request, name))
 
 
-def _attempt(request: HttpRequest, selected: str, key: str, action) -> HttpResponse:
+def _attempt(
+    request: HttpRequest, selected: str, key: str, action: Callable[[], str]
+) -> HttpResponse:
     """Run a service; on a domain error re-render the area with the message under ``key``."""
     try:
         new_selected = action()

@@ -59,6 +59,35 @@ def _instance_function(class_function: Callable[..., Any]) -> Callable[..., Any]
     return functools.update_wrapper(per_instance, class_function)
 
 
+def _is_ordinary_method(name: str, value: Any) -> bool:
+    return (
+        inspect.isfunction(value)
+        and not (name.startswith("__") and name.endswith("__"))
+        and not getattr(value, "_openprogram_scoped", False)
+        and not hasattr(Agent, name)
+    )
+
+
+def _unscoped_methods(cls: type) -> dict[str, Callable[..., Any]]:
+    """Ordinary methods ``cls`` resolves to that have no call handling yet.
+
+    Those defined on ``cls`` itself, and those it inherits from plain mixins
+    (Agent bases were handled when they were defined).
+    """
+    found: dict[str, Callable[..., Any]] = {}
+    for klass in cls.__mro__:
+        if klass is object or (klass is not cls and issubclass(klass, Agent)):
+            continue
+        for name, value in vars(klass).items():
+            if name not in found and _is_ordinary_method(name, value):
+                found[name] = value
+    return {
+        name: function
+        for name, function in found.items()
+        if inspect.getattr_static(cls, name) is function
+    }
+
+
 class _AgentMeta(type):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         # Tools are built after the subclass's own __init__, whatever it does,
@@ -84,14 +113,8 @@ class Agent(metaclass=_AgentMeta):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name, value in list(vars(cls).items()):
-            if (
-                inspect.isfunction(value)
-                and not (name.startswith("__") and name.endswith("__"))
-                and not getattr(value, "_openprogram_scoped", False)
-                and not hasattr(Agent, name)
-            ):
-                setattr(cls, name, scoped_method(value, name))
+        for name, function in _unscoped_methods(cls).items():
+            setattr(cls, name, scoped_method(function, name))
         cls._scoped_names = frozenset(
             name
             for klass in cls.__mro__
@@ -127,7 +150,7 @@ class Agent(metaclass=_AgentMeta):
                 self._method_tools[method] = tool
 
     @property
-    def tools(self) -> dict[str, AgentTool]:
+    def method_tools(self) -> dict[str, AgentTool]:
         """This instance's method tools by method name (registered or not)."""
         return dict(getattr(self, "_method_tools", {}))
 
@@ -177,8 +200,17 @@ class Agent(metaclass=_AgentMeta):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(prompt, **options))
-        raise RuntimeError(
-            f"{type(self).__name__}(prompt) was called on a running event loop, which it "
-            "would block; use `await self.arun(prompt)` in async methods"
-        )
+            pass
+        else:
+            raise RuntimeError(
+                f"{type(self).__name__}(prompt) was called on a running event loop, which it "
+                "would block; use `await self.arun(prompt)` in async methods"
+            )
+        ctx = current_context.get()
+        home = ctx.loop if ctx is not None else None
+        if home is not None and home.is_running():
+            # A sync method running as a tool (in a worker thread): the run goes to
+            # the turn's own loop, where its provider clients, hooks and events live.
+            future = asyncio.run_coroutine_threadsafe(self.arun(prompt, **options), home)
+            return future.result()
+        return asyncio.run(self.arun(prompt, **options))

@@ -105,8 +105,15 @@ def _inputs_binder(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         signature = None
+    plain = signature is not None and all(
+        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in signature.parameters.values()
+    )
+    names = tuple(signature.parameters) if signature is not None else ()
 
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        # Fast path for the usual (self, a, b=...) signature: no inspect.bind per call.
+        if plain and len(args) <= len(names) and not kwargs.keys() - names[len(args) :]:
+            return {**dict(zip(names[1:], args[1:], strict=False)), **kwargs}
         if signature is not None:
             try:
                 bound = signature.bind_partial(*args, **kwargs)

@@ -2,8 +2,9 @@
 
 The run goes through the same dispatcher and agent loop as a chat turn. It is
 nested in the current turn when there is one: it inherits the user,
-conversation, workspace, channel, attended flag and approval/question hooks
-(so it has no authority the outer turn lacks), it is cancelled with the calling
+conversation, workspace, channel, attended flag and approval/question hooks,
+it is offered at most the tools the turn was offered (so it has no authority the
+outer turn lacks), it is cancelled with the calling
 scope, and its tool events are forwarded to the outer turn with
 ``parent_call_id`` set to the model call that led here, so the chat can show
 nested cards. The run happens in a task of its own, so the dispatcher's
@@ -31,6 +32,7 @@ from openprogram.agent.events import (
 )
 from openprogram.agentic_programming.call_state import CallCancelled
 from openprogram.agentic_programming.context import Context, current_context
+from openprogram.programs.deferred import searchable_pool
 
 __all__ = ["AgentRunError", "run_model"]
 
@@ -92,6 +94,12 @@ def _nested_request(
     deny = set(overrides.pop("deny", None) or ())
     if ctx is not None:
         deny |= ctx.tool_names
+    pool = searchable_pool()
+    if pool is not None:
+        # Inside a turn, a nested run may use at most what the turn itself was
+        # offered (after its profile, disables and channel): no extra authority.
+        allow = overrides.get("allow")
+        overrides["allow"] = sorted(set(pool) if allow is None else set(allow) & set(pool))
     request = TurnRequest(text=prompt, model=model, cancel=cancel, deny=sorted(deny) or None)
     if outer is not None:
         request = dataclasses.replace(

@@ -11,6 +11,7 @@ method reaches its runtime without globals.
 from __future__ import annotations
 
 import asyncio
+import reprlib
 import threading
 import time
 from contextvars import ContextVar
@@ -32,11 +33,17 @@ CallStatus = Literal["running", "ok", "error", "cancelled"]
 _PREVIEW_CHARS = 500
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = _PREVIEW_CHARS
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 20
+
+
 def preview(value: Any, limit: int = _PREVIEW_CHARS) -> Any:
     """A JSON-safe, bounded rendering of an input or output for the call tree."""
     if value is None or isinstance(value, bool | int | float):
         return value
-    text = value if isinstance(value, str) else repr(value)
+    # reprlib: a huge list or dict is never rendered whole just to be cut.
+    text = value if isinstance(value, str) else _REPR.repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more chars]"
 
 

@@ -132,10 +132,12 @@ class ServerConnection:
         config: MCPServerConfig,
         *,
         backoff: Backoff,
+        health_interval: float,
         on_state: Callable[[ServerConnection], None],
         on_tools: Callable[[ServerConnection, list[mcp_types.Tool]], None],
     ) -> None:
         self.config = config
+        self._health_interval = health_interval
         self.state: ServerState = "stopped"
         self.error: str | None = None
         self.retries = 0
@@ -223,7 +225,11 @@ class ServerConnection:
             self._client = client
             self._set_state("ready", None)
             while True:
-                await _first_set(self._stop, self._lost, self._tools_changed)
+                # Re-listing on a quiet interval doubles as a health check: an HTTP
+                # server that went away (no stream ends) or a hung one is noticed.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._health_interval):
+                        await _first_set(self._stop, self._lost, self._tools_changed)
                 if self._stop.is_set():
                     return
                 if self._lost.is_set():

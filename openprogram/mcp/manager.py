@@ -62,9 +62,14 @@ class MCPManager:
         self,
         *,
         backoff: Backoff | None = None,
+        health_interval: float = 30.0,
         on_fingerprints_approved: FingerprintListener | None = None,
     ) -> None:
+        """``health_interval``: seconds of quiet after which a ready server is re-listed."""
+        if health_interval <= 0:
+            raise ValueError(f"health_interval must be positive, got {health_interval!r}")
         self._backoff = backoff or Backoff()
+        self._health_interval = health_interval
         self._on_fingerprints_approved = on_fingerprints_approved
         self._servers: dict[str, _ServerEntry] = {}
         self._retiring: set[ServerConnection] = set()
@@ -211,7 +216,9 @@ class MCPManager:
         if entry is None:
             raise MCPUnknownServerError(f"no MCP server named {server!r}")
         if connection is None:
-            raise MCPServerUnavailableError(f"MCP server {server!r} is not connected (disabled)")
+            raise MCPServerUnavailableError(
+                f"MCP server {server!r} is not connected (disabled or reconnecting)"
+            )
         work = connection.call(tool, args, timeout=timeout, on_progress=on_progress)
         if _running_loop() is self._loop:
             return await work
@@ -298,6 +305,7 @@ class MCPManager:
         return ServerConnection(
             config,
             backoff=self._backoff,
+            health_interval=self._health_interval,
             on_state=self._connection_state_changed,
             on_tools=self._connection_listed_tools,
         )

@@ -215,6 +215,11 @@ class MCPTool(AgentTool):
             tail = stream.text()
             details = {"progress": tail} if tail else None
             return finish(AgentToolResult(str(exc), is_error=True, details=details))
+        except Exception as exc:
+            # A malformed answer (or an SDK bug) must end this call, not the turn.
+            logger.exception("MCP tool %r failed unexpectedly", self.name)
+            message = f"MCP tool {self.name!r} failed: {type(exc).__name__}: {exc}"
+            return finish(AgentToolResult(message, is_error=True))
         finally:
             if not call.done():
                 call.cancel()

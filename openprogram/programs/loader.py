@@ -106,8 +106,24 @@ def _entry_tool(package: str, entry: Any, skipped: list[str]) -> AgentTool | Non
     tool = getattr(entry, "_agent_tool", None)
     if isinstance(tool, AgentTool):
         return tool
+    owner = getattr(entry, "__self__", None)
+    if owner is None and getattr(entry, "_openprogram_scoped", False):
+        raise PackageLoadError(
+            f"package {package!r}: {ENTRIES_ATTRIBUTE} lists {entry.__qualname__!r}, an Agent "
+            "method of the class; list the bound method of an instance (agent.method)"
+        )
+    if owner is not None:
+        options = getattr(owner, "_parsed_options", {}).get(getattr(entry, "__name__", ""))
+        if options is None or not options.wants_tool:
+            raise PackageLoadError(
+                f"package {package!r}: {ENTRIES_ATTRIBUTE} lists {entry.__qualname__!r}, which "
+                "is not a tool; give it tool=True in method_options"
+            )
     if callable(entry):
-        skipped.append(getattr(entry, "__qualname__", repr(entry)))
+        # An @function or Agent method tool whose available_if ruled it out.
+        name = getattr(entry, "__qualname__", repr(entry))
+        logger.warning("package %r: entry %r has no tool (available_if?)", package, name)
+        skipped.append(name)
         return None
     raise PackageLoadError(
         f"package {package!r}: {ENTRIES_ATTRIBUTE} item {entry!r} is not a tool; list "

@@ -8,11 +8,13 @@ level: :func:`load_litellm` does, on the first real model call, after setting
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import threading
 from types import ModuleType
 
-__all__ = ["OFFLINE_PROVIDER", "load_litellm"]
+__all__ = ["OFFLINE_PROVIDER", "load_litellm", "load_litellm_async"]
 
 OFFLINE_PROVIDER = "openprogram"
 """litellm custom-provider prefix of the offline model: ``openprogram/offline``."""
@@ -41,6 +43,10 @@ def load_litellm() -> ModuleType:
             litellm.failure_callback = []
             litellm.callbacks = []
             litellm.suppress_debug_info = True
+            if not os.environ.get("LITELLM_LOG"):
+                # litellm logs every completion at INFO; that is noise in a server log or a terminal chat.
+                for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+                    logging.getLogger(name).setLevel(logging.WARNING)
             litellm.drop_params = True
             providers = [
                 p for p in litellm.custom_provider_map if p["provider"] != OFFLINE_PROVIDER
@@ -52,3 +58,10 @@ def load_litellm() -> ModuleType:
             litellm.utils.custom_llm_setup()
             _litellm = litellm
     return _litellm
+
+
+async def load_litellm_async() -> ModuleType:
+    """:func:`load_litellm` off the event loop, so the first import never stalls a server."""
+    if _litellm is not None:
+        return _litellm
+    return await asyncio.to_thread(load_litellm)

@@ -157,7 +157,7 @@ def _summary(results: list[tuple[str, str]]) -> str:
     lines = [f"Results of {len(results)} tool call{'s' if len(results) != 1 else ''}:"]
     for name, content in results:
         status = "error" if content.lower().startswith("error") else "ok"
-        head = " / ".join(content.strip().splitlines()[:3])[:200]
+        head = " / ".join([line for line in content.splitlines() if line.strip()][:3])[:200]
         lines.append(f"- {name}: {status} — {head}")
     return "\n".join(lines)
 

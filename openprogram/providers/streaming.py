@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from openprogram.agent.types import AgentTool, Message, ToolCall
-from openprogram.providers._litellm_setup import load_litellm
+from openprogram.providers._litellm_setup import load_litellm_async
 from openprogram.providers.retry import ProviderError, RetryPolicy, classify_provider_error
 from openprogram.providers.routing import connection_kwargs, litellm_model_name
 
@@ -97,22 +97,32 @@ class _ToolCallAssembler:
         ]
 
 
-async def _unless_cancelled(
-    awaitable: Awaitable[_T], cancel: asyncio.Event | None
-) -> tuple[bool, _T | None]:
-    """Await ``awaitable`` unless ``cancel`` is set first: ``(finished, result)``."""
-    if cancel is None:
-        return True, await awaitable
-    work = asyncio.ensure_future(awaitable)
-    stop = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-    if work.done():
-        return True, work.result()
-    work.cancel()
-    return False, None
+class _CancelRace:
+    """Awaits things unless ``cancel`` is set first; one shared waiter for a whole stream."""
+
+    def __init__(self, cancel: asyncio.Event | None) -> None:
+        self._cancel = cancel
+        self._stop: asyncio.Future[Any] | None = None
+
+    async def run(self, awaitable: Awaitable[_T]) -> tuple[bool, _T | None]:
+        """``(True, result)``, or ``(False, None)`` when cancelled before it finished."""
+        if self._cancel is None:
+            return True, await awaitable
+        if self._cancel.is_set():
+            asyncio.ensure_future(awaitable).cancel()
+            return False, None
+        if self._stop is None:
+            self._stop = asyncio.ensure_future(self._cancel.wait())
+        work = asyncio.ensure_future(awaitable)
+        await asyncio.wait({work, self._stop}, return_when=asyncio.FIRST_COMPLETED)
+        if work.done():
+            return True, work.result()
+        work.cancel()
+        return False, None
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.cancel()
 
 
 def _usage(chunk: Any) -> dict[str, int]:
@@ -142,7 +152,7 @@ async def stream_chat(
     api_key: str | None = None,
 ) -> AsyncIterator[ProviderDelta]:
     """Stream one model reply. The last item has ``done=True`` unless cancelled first."""
-    litellm = load_litellm()
+    litellm = await load_litellm_async()
     retry = retry or RetryPolicy.from_env()
     kwargs: dict[str, Any] = {
         "model": litellm_model_name(model),
@@ -158,12 +168,23 @@ async def stream_chat(
     }
     if tools:
         kwargs["tools"] = [tool.to_wire() for tool in tools]
+    race = _CancelRace(cancel)
+    try:
+        async for delta in _attempts(litellm, kwargs, model, retry, race):
+            yield delta
+    finally:
+        race.close()
+
+
+async def _attempts(
+    litellm: Any, kwargs: dict[str, Any], model: str, retry: RetryPolicy, race: _CancelRace
+) -> AsyncIterator[ProviderDelta]:
     attempt = 0
     while True:
         attempt += 1
         streamed = False
         try:
-            finished, response = await _unless_cancelled(litellm.acompletion(**kwargs), cancel)
+            finished, response = await race.run(litellm.acompletion(**kwargs))
             if not finished:
                 return
             assembler = _ToolCallAssembler()
@@ -171,7 +192,7 @@ async def stream_chat(
             finish_reason: str | None = None
             chunks = aiter(response)
             while True:
-                finished, chunk = await _unless_cancelled(anext(chunks, None), cancel)
+                finished, chunk = await race.run(anext(chunks, None))
                 if not finished:
                     return
                 if chunk is None:
@@ -193,9 +214,7 @@ async def stream_chat(
             kind = classify_provider_error(error)
             # A retry after text went out would repeat that text to the user.
             if kind == "provider_unavailable" and not streamed and attempt < retry.attempts:
-                finished, _ = await _unless_cancelled(
-                    asyncio.sleep(retry.delay_before(attempt + 1)), cancel
-                )
+                finished, _ = await race.run(asyncio.sleep(retry.delay_before(attempt + 1)))
                 if not finished:
                     return
                 continue

@@ -41,6 +41,7 @@ __all__ = [
     "host_is_allowed",
     "is_public_address",
     "normalise_host",
+    "parse_allow_entry",
     "resolve_public_addresses",
 ]
 
@@ -105,6 +106,11 @@ def check_url(url: str) -> CheckedURL:
         raise UnsafeURL(f"the URL {url!r} has port {port}, outside 1..65535")
     host = normalise_host(parts.hostname)
     if isinstance(host, str):
+        try:
+            # Internationalised names travel as ASCII (punycode) in DNS, Host and SNI.
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise UnsafeURL(f"the URL {url!r} has an invalid host name") from None
         return CheckedURL(url, scheme, host, port, None)  # type: ignore[arg-type]
     return CheckedURL(url, scheme, str(host), port, host)  # type: ignore[arg-type]
 
@@ -146,26 +152,38 @@ def is_public_address(address: IPAddress) -> bool:
     )
 
 
-def _allow_entry_matches(entry: str, host: str, port: int) -> bool:
-    entry = entry.strip().lower()
-    if not entry:
-        return False
-    if entry.startswith("["):
-        bracket_end = entry.find("]")
-        entry_host, rest = entry[1:bracket_end], entry[bracket_end + 1 :]
-        entry_port = rest[1:] if rest.startswith(":") else ""
-    elif entry.count(":") == 1:
-        entry_host, entry_port = entry.split(":")
+def parse_allow_entry(entry: str) -> tuple[str, int | None]:
+    """``host``, ``host:port`` or ``[v6]:port`` → (normalised host, port or None)."""
+    text = entry.strip().lower()
+    port_text = ""
+    if text.startswith("["):
+        host, bracket, rest = text[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError(f"allow-list entry {entry!r} is not host, host:port or [v6]:port")
+        port_text = rest[1:]
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
     else:
-        entry_host, entry_port = entry, ""
-    if str(normalise_host(entry_host)) != host:
-        return False
-    return entry_port == "" or entry_port == str(port)
+        host = text
+    if not host or any(c in host for c in "/@ \t"):
+        raise ValueError(f"allow-list entry {entry!r} has no usable host")
+    if port_text == "":
+        return str(normalise_host(host)), None
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"allow-list entry {entry!r} has a port outside 1..65535")
+    return str(normalise_host(host)), int(port_text)
 
 
 def host_is_allowed(checked: CheckedURL, allow_hosts: Iterable[str]) -> bool:
     """Step 5: does an allow-list entry lift the private-address rule for this URL?"""
-    return any(_allow_entry_matches(entry, checked.host, checked.port) for entry in allow_hosts)
+    for entry in allow_hosts:
+        try:
+            host, port = parse_allow_entry(entry)
+        except ValueError:
+            continue  # hosts validate their settings at start-up; a bad entry allows nothing
+        if host == checked.host and port in (None, checked.port):
+            return True
+    return False
 
 
 def resolve_public_addresses(

@@ -293,7 +293,7 @@
     const panel = document.getElementById("todos");
     const list = document.getElementById("todo-list");
     list.replaceChildren(...todos.map((t) => {
-      const li = el("li", "", t.content || t.title || t.text || JSON.stringify(t));
+      const li = el("li", "", t.content || JSON.stringify(t));
       li.dataset.status = t.status || "pending";
       return li;
     }));

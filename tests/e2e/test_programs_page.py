@@ -57,6 +57,10 @@ def test_alice_creates_trims_and_renames_a_profile_and_sees_the_cost_fall(server
     expect(page.locator("[data-testid=cost-tools]")).to_have_text(str(tools_before - 2))
     assert _cost(page, "tokens") < tokens_before
     expect(page.locator("[data-testid=resolved-tools] li[data-tool=bash]")).to_have_count(0)
+    catalog_bash = page.locator("[data-testid=catalog-tool][data-tool=bash]")
+    expect(catalog_bash.locator("[data-testid=badge-in-profile]")).to_have_count(0)
+    catalog_read = page.locator("[data-testid=catalog-tool][data-tool=read]")
+    expect(catalog_read.locator("[data-testid=badge-in-profile]")).to_have_count(1)
 
     renamed = _unique("lean")
     page.fill("[data-testid=rename-input]", renamed)
@@ -140,3 +144,23 @@ def test_alice_gets_no_global_switch(server, page):
     page.locator("[data-testid=catalog-tool][data-tool=read] button.tool-name").click()
     expect(page.locator("[data-testid=tool-detail]")).to_be_visible()
     expect(page.locator("[data-testid=tool-disable]")).to_have_count(0)
+
+
+def test_alice_creates_an_agent_profile_on_a_tool_profile(server, page):
+    login(page, server, "alice")
+    page.goto(server.url + "/programs/")
+    toolset = _unique("agentset")
+    _create_profile(page, toolset)
+    page.click("text=Agent profiles")
+    new_form = page.locator("[data-testid=agent-form][data-agent='']")
+    agent = _unique("bot")
+    new_form.get_by_label("Name").fill(agent)
+    new_form.get_by_label("Toolset").select_option(toolset)
+    new_form.get_by_label("Disable").fill("bash")
+    new_form.get_by_role("button", name="Create").click()
+    saved = page.locator(f"[data-testid=agent-form][data-agent='{agent}']")
+    expect(saved.get_by_label("Toolset")).to_have_value(toolset)
+    expect(saved.get_by_label("Disable")).to_have_value("bash")
+    page.once("dialog", lambda dialog: dialog.accept())
+    saved.get_by_role("button", name="Delete").click()
+    expect(saved).to_have_count(0)

@@ -16,6 +16,7 @@ makes more model calls than it scripted fails loudly instead of hanging.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import uuid
@@ -44,6 +45,8 @@ class FakeReply:
     """``{"id", "name", "arguments"}`` where arguments is the raw wire text."""
     status: int = 200
     error_message: str = ""
+    hang: bool = False
+    """Stop after the text chunks and hold the stream open until release() (Stop tests)."""
 
 
 def text_reply(text: str) -> FakeReply:
@@ -123,6 +126,7 @@ class FakeOpenAIServer:
         self._replies: deque[FakeReply] = deque()
         self._responder: Callable[[dict[str, Any]], FakeReply] | None = None
         self._lock = threading.Lock()
+        self._released = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -144,6 +148,12 @@ class FakeOpenAIServer:
             self.requests.clear()
             self._replies.clear()
         self._responder = None
+        self.release()
+        self._released = threading.Event()
+
+    def release(self) -> None:
+        """Let every hanging reply finish."""
+        self._released.set()
 
     def respond_with(self, responder: Callable[[dict[str, Any]], FakeReply] | None) -> None:
         """Answer every request not covered by the script with ``responder(request_body)``."""
@@ -190,15 +200,23 @@ class FakeOpenAIServer:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
+                # The client may stop reading (a Stop test): nothing is left to send then.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._stream(reply, body)
+
+            def _stream(self, reply: FakeReply, body: dict[str, Any]) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
                 prompt_chars = len(json.dumps(body.get("messages", [])))
-                for chunk in _sse_chunks(reply, body.get("model", "fake-model"), prompt_chars):
+                chunks = _sse_chunks(reply, body.get("model", "fake-model"), prompt_chars)
+                for number, chunk in enumerate(chunks):
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
+                    if reply.hang and number == len(_pieces(reply.text, _TEXT_PIECE)):
+                        server._released.wait(timeout=30)
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
@@ -211,6 +229,7 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
+        self.release()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()

@@ -155,7 +155,8 @@ class Command(BaseCommand):
             write(f"\n[{event.kind}] {event.message}", style_func=self.style.ERROR)
         elif isinstance(event, TurnFinished):
             tokens = event.usage.get("total_tokens", 0)
-            write(f"\n[{event.stop_reason} · {event.steps} steps · {tokens} tokens]")
+            steps = f"{event.steps} step{'s' if event.steps != 1 else ''}"
+            write(f"\n[{event.stop_reason} · {steps} · {tokens} tokens]")
 
 
 def _owner(username: str | None) -> Any:

@@ -103,13 +103,13 @@ async def _stop_group(process: asyncio.subprocess.Process) -> None:
 async def _open_reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader()
+    pipe = os.fdopen(fd, "rb", buffering=0)
     try:
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(fd, "rb", buffering=0)
+            lambda: asyncio.StreamReaderProtocol(stream), pipe
         )
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        pipe.close()
         raise
     return stream, transport
 
@@ -187,10 +187,12 @@ async def bash(
     finally:
         os.close(write_fd)
     output = _CappedOutput()
-    stream, transport = await _open_reader(read_fd)
-    reader = asyncio.ensure_future(_pump(stream, output, on_update))
+    reader: asyncio.Future[None] | None = None
+    transport: asyncio.BaseTransport | None = None
     held_open = False
     try:
+        stream, transport = await _open_reader(read_fd)
+        reader = asyncio.ensure_future(_pump(stream, output, on_update))
         exit_code = await process.wait()
         # The command is done; stop anything it left running so the pipe closes.
         _signal_group(process.pid, signal.SIGKILL)
@@ -204,8 +206,10 @@ async def bash(
             await _stop_group(process)
         else:
             _signal_group(process.pid, signal.SIGKILL)
-        reader.cancel()
-        transport.close()
+        if reader is not None:
+            reader.cancel()
+        if transport is not None:
+            transport.close()
     text = output.text() or "(no output)"
     if held_open:
         text += "\n[output cut: a detached process kept the output open]"

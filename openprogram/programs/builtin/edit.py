@@ -38,6 +38,8 @@ def edit(path: str, old_string: str, new_string: str, replace_all: bool = False)
     target = workspace_path(path, must_exist=True)
     if target.is_dir():
         raise IsADirectoryError(f"{path!r} is a directory; give a file path to edit")
+    if not target.is_file():
+        raise EditFailed(f"{path!r} is not a regular file; edit changes regular files only")
     try:
         # newline="" keeps the file's own line endings (\r\n stays \r\n).
         with target.open("r", encoding="utf-8", newline="") as handle:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -21,11 +22,12 @@ from openprogram.programs.results import ToolReturn
 __all__ = ["glob"]
 
 
-@function(toolset=["fs", "fs_read"], label="Find files")
+@function(toolset=["fs", "fs_read"], timeout=60, label="Find files")
 def glob(
     pattern: str,
     path: str = ".",
     max_results: Annotated[int, Field(ge=1, le=2000)] = 500,
+    cancel: threading.Event | None = None,
 ) -> ToolReturn:
     """Find files and directories in the workspace whose path matches a glob pattern.
 
@@ -48,6 +50,8 @@ def glob(
         raise NotADirectoryError(f"{path!r} is not a directory; glob searches directories")
     matches: list[str] = []
     for directory, dirnames, filenames in os.walk(base, followlinks=False):
+        if cancel is not None and cancel.is_set():
+            break  # the call timed out or was stopped; the runtime already answered
         dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
         relative_dir = Path(directory).relative_to(base)
         for name, is_dir in [*((d, True) for d in dirnames), *((f, False) for f in filenames)]:

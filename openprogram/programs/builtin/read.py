@@ -80,6 +80,9 @@ def read(
     target = persisted or workspace_path(path, must_exist=True)
     if target.is_dir():
         raise IsADirectoryError(f"{path!r} is a directory; use list_dir to see what it holds")
+    if not target.is_file():
+        # A FIFO or device would block the read forever.
+        raise ValueError(f"{path!r} is not a regular file; read opens regular files only")
     if is_binary(target):
         raise ValueError(f"{path!r} looks like a binary file; read shows text files only")
     lines, last, more = _numbered_page(target, offset, limit)

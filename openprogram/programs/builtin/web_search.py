@@ -25,6 +25,7 @@ import httpx
 from pydantic import Field
 
 from openprogram.config import get_config
+from openprogram.programs.builtin._http_fetch import tls_context
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
 
@@ -80,7 +81,9 @@ def _hits(items: Any, snippet_key: str, limit: int) -> list[SearchHit]:
 
 
 async def _get_json(url: str, *, params: dict[str, Any], headers: dict[str, str]) -> Any:
-    async with httpx.AsyncClient(timeout=_TIMEOUT_S, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        timeout=_TIMEOUT_S, trust_env=False, verify=tls_context()
+    ) as client:
         try:
             response = await client.get(url, params=params, headers=headers)
         except httpx.HTTPError as exc:

@@ -27,6 +27,8 @@ def write(path: str, content: str) -> ToolReturn:
     if target == root or target.is_dir():
         raise IsADirectoryError(f"{path!r} is a directory; give a file path to write")
     existed = target.exists()
+    if existed and not target.is_file():
+        raise ValueError(f"{path!r} is not a regular file; write replaces regular files only")
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     target.write_bytes(data)

@@ -488,3 +488,31 @@ async def test_closing_the_event_stream_early_stops_the_turn(fake_openai, empty_
     await asyncio.wait_for(stream.aclose(), 5)
 
     assert request.cancel.is_set()
+
+
+async def test_stop_while_the_model_streams_keeps_the_text_so_far(fake_openai, empty_registry):
+    from openprogram.agent.dispatcher import process_user_turn
+    from tests.fakes.openai_server import FakeReply
+
+    fake_openai.script(FakeReply(text="partial answer", hang=True))
+    request = TurnRequest(text="x", model=FAKE_MODEL)
+    events = []
+
+    async def drive() -> None:
+        async for event in process_user_turn(request, retry=FAST_RETRY):
+            events.append(event)
+            if "".join(d.text for d in of_type(events, TextDelta)) == "partial answer":
+                request.cancel.set()
+
+    await asyncio.wait_for(drive(), 10)
+    fake_openai.release()
+
+    assert (events[-1].stop_reason, events[-1].text) == ("stopped", "partial answer")
+
+
+async def test_a_blank_model_name_is_a_clear_error_not_an_exception(empty_registry):
+    events = await run_turn(TurnRequest(text="x", model="  "))
+
+    assert [type(e) for e in events] == [ToolsResolved, TurnError, TurnFinished]
+    assert events[1].kind == "provider_bad_request"
+    assert "a model name is required" in events[1].message

@@ -61,8 +61,9 @@ async def test_it_assembles_tool_call_arguments_split_across_chunks(fake_openai)
     assert fake_openai.requests[0]["stream"] is True
 
 
-async def test_a_bad_request_is_raised_at_once_with_the_providers_message(fake_openai):
-    fake_openai.script(error_reply(400, "messages: field required"))
+@pytest.mark.parametrize("status", [400, 404])
+async def test_a_bad_request_is_raised_at_once_with_the_providers_message(fake_openai, status):
+    fake_openai.script(error_reply(status, "messages: field required"))
 
     with pytest.raises(ProviderError) as caught:
         await _collect(model=FAKE_MODEL, messages=[Message(role="user", content="x")])

@@ -258,3 +258,40 @@ def test_a_package_loads_again_after_its_tools_left_the_registry(make_package):
     assert again is not first and again.ok
     assert registry.get(f"{name}_public") is snapshot.tools[f"{name}_public"]
     assert registry.get(f"{name}_private") is None
+
+
+def test_listing_an_agent_method_of_the_class_instead_of_an_instance_fails(make_package):
+    name = make_package(
+        "unbound",
+        """
+        from openprogram import Agent
+
+        class Helper(Agent):
+            method_options = {"assist": {"tool": True, "name": "PKG_assist"}}
+
+            def assist(self) -> str:
+                \"\"\"Assist.\"\"\"
+                return ""
+
+        PROGRAM_ENTRIES = [Helper.assist]
+        """,
+    )
+    with pytest.raises(PackageLoadError, match=r"bound method of an instance"):
+        load_program_package(name)
+
+
+def test_listing_an_agent_method_that_is_not_a_tool_fails(make_package):
+    name = make_package(
+        "not_tool_method",
+        """
+        from openprogram import Agent
+
+        class Helper(Agent):
+            def assist(self) -> str:
+                return ""
+
+        PROGRAM_ENTRIES = [Helper().assist]
+        """,
+    )
+    with pytest.raises(PackageLoadError, match=r"'Helper.assist', which is not a tool"):
+        load_program_package(name)

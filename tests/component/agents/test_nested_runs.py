@@ -137,6 +137,13 @@ async def test_the_nested_run_is_not_offered_the_calling_method(shout):
     assert [e.name for e in events if isinstance(e, ToolCallStarted)] == ["loop_nr"]
 
 
+async def test_a_nested_run_is_never_offered_what_the_outer_turn_was_not(shout):
+    Relay()
+    events = await run_turn(TurnRequest(text="/relay_nr word=x", disabled={"shout_nr"}))
+    assert "'shout_nr' is not offered" in finished(events, "relay_nr").preview
+    assert [e.name for e in events if isinstance(e, ToolCallStarted)] == ["relay_nr"]
+
+
 async def test_a_failing_method_becomes_an_error_result_and_a_failed_scope(shout):
     Relay()
     events = await run_turn(TurnRequest(text="/broken_nr"))
@@ -200,6 +207,33 @@ async def test_stopping_the_outer_turn_cancels_the_nested_run_and_its_tool(style
     (ctx,) = agent.contexts
     assert ctx.cancelled
     await asyncio.wait_for(_until(lambda: ctx.node.status == "cancelled"), timeout=10)
+
+
+async def test_a_method_tool_timeout_cancels_its_nested_run():
+    inner_cancelled = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    @function(name="wait_to_nr")
+    async def wait_to_nr(cancel: asyncio.Event) -> str:
+        """Wait until cancelled."""
+        try:
+            await cancel.wait()
+        finally:
+            loop.call_soon_threadsafe(inner_cancelled.set)
+        return "cancelled"
+
+    class Slow(Agent):
+        method_options = {"slow_nr": {"tool": True, "timeout": 0.3}}
+
+        async def slow_nr(self) -> str:
+            """Wait for a tool that never finishes."""
+            return await self.arun("/wait_to_nr")
+
+    Slow()
+    events = await run_turn(TurnRequest(text="/slow_nr"))
+    assert "timed out after 0.3 s" in finished(events, "slow_nr").preview
+    await asyncio.wait_for(inner_cancelled.wait(), timeout=10)
+    assert events[-1].stop_reason == "completed"
 
 
 async def _until(condition: Callable[[], bool]) -> None:

@@ -15,6 +15,7 @@ import pytest
 from openprogram import config
 from openprogram.agent.dispatcher import process_user_turn
 from openprogram.agent.events import Event, ToolCallStarted, ToolFinished, TurnRequest
+from tests.fakes.openai_server import FakeOpenAIServer, text_reply, tool_calls_reply
 
 # Importing the example package registers its tool, so it is imported only inside
 # tests, where clean_registry puts the registry back afterwards.
@@ -54,6 +55,15 @@ def page_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}/otters"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def real_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    """A scripted OpenAI-compatible server that litellm talks to over HTTP."""
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("OPENPROGRAM_API_BASE", server.base_url)
+        monkeypatch.setenv("OPENPROGRAM_API_KEY", "test")
+        yield server
 
 
 async def run_turn(request: TurnRequest) -> list[Event]:
@@ -108,3 +118,32 @@ def test_research_without_a_topic_is_refused():
 
     with pytest.raises(ValueError, match="empty"):
         ResearchAgent().research("  ")
+
+
+async def test_research_works_through_a_real_model_over_the_wire(page_url, real_model, tmp_path):
+    from openprogram.examples.research_agent import ResearchAgent
+
+    ResearchAgent()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    real_model.script(
+        tool_calls_reply(("research", {"topic": "otters", "urls": [page_url]})),
+        tool_calls_reply(("web_fetch", {"url": page_url})),
+        text_reply("- Sea otters hold hands while they sleep."),
+        tool_calls_reply(("write", {"path": "otters.md", "content": "# Otters\nThey hold hands."})),
+        text_reply("Saved."),
+        text_reply("Done: notes saved."),
+    )
+    events = await run_turn(
+        TurnRequest(text="research otters", model="openai/fake-model", workspace=workspace)
+    )
+    assert events[-1].text == "Done: notes saved."
+    (research,) = [e for e in events if isinstance(e, ToolFinished) and e.name == "research"]
+    assert "- Sea otters hold hands while they sleep." in research.preview
+    assert (workspace / "otters.md").read_text() == "# Otters\nThey hold hands."
+    fetch_request, _, write_request = real_model.requests[1:4]
+    offered = [tool["function"]["name"] for tool in fetch_request["tools"]]
+    assert offered == ["web_fetch"]  # each step offers only the tool it needs
+    assert [t["function"]["name"] for t in write_request["tools"]] == ["write"]
+    assert page_url in fetch_request["messages"][-1]["content"]
+    assert real_model.requests[-1]["messages"][-1]["role"] == "tool"

@@ -70,7 +70,9 @@ async def open_socket(
         headers.append((b"origin", origin.encode()))
     if cookie is not None:
         headers.append((b"cookie", f"sessionid={cookie}".encode()))
-    communicator = WebsocketCommunicator(application, f"/ws/chat/{conversation_id}/", headers=headers)
+    communicator = WebsocketCommunicator(
+        application, f"/ws/chat/{conversation_id}/", headers=headers
+    )
     connected, code = await communicator.connect(timeout=10)
     return communicator, connected, code
 

@@ -66,7 +66,9 @@ def test_bob_gets_404_for_everything_of_alices(bob_client, conversation, alice):
     run = Run.objects.create(conversation=conversation, model="offline")
     path = f"/api/conversations/{conversation.pk}"
     assert bob_client.get(path).status_code == 404
-    assert bob_client.patch(path, {"title": "x"}, content_type="application/json").status_code == 404
+    assert (
+        bob_client.patch(path, {"title": "x"}, content_type="application/json").status_code == 404
+    )
     assert bob_client.delete(path).status_code == 404
     assert bob_client.get(f"{path}/runs").status_code == 404
     assert bob_client.get(f"/api/runs/{run.pk}").status_code == 404
@@ -162,3 +164,65 @@ def test_a_second_api_turn_while_one_runs_is_a_conflict(alice_client, conversati
     assert response.status_code == 200
     stale = Run.objects.filter(conversation=conversation).order_by("started").first()
     assert stale.status == "error" and "server stopped" in stale.error
+
+
+def test_a_turn_with_a_keyless_model_is_refused_before_it_starts(
+    alice_client, conversation, settings, monkeypatch
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings.OPENPROGRAM_MODELS = ["offline", "openai/gpt-4o-mini"]
+    response = alice_client.post(
+        f"/api/conversations/{conversation.pk}/turns",
+        {"text": "hi", "model": "openai/gpt-4o-mini"},
+        content_type="application/json",
+    )
+    assert response.status_code == 422
+    assert "needs OPENAI_API_KEY" in response.json()["detail"]
+    assert not Run.objects.filter(conversation=conversation).exists()
+
+
+def test_an_agent_profile_narrows_the_turns_tools(alice_client, conversation, alice):
+    from tools_app.models import AgentProfile
+
+    agent = AgentProfile.objects.create(
+        owner=alice,
+        name="reader",
+        system_prompt="Only read.",
+        tools={"toolset": None, "enabled": [], "disabled": ["bash", "write"], "allowed": []},
+    )
+    alice_client.patch(
+        f"/api/conversations/{conversation.pk}",
+        {"agent_profile": agent.pk},
+        content_type="application/json",
+    )
+    outcome = alice_client.post(
+        f"/api/conversations/{conversation.pk}/turns",
+        {"text": "hello"},
+        content_type="application/json",
+    ).json()
+    tools = alice_client.get(f"/api/runs/{outcome['run_id']}").json()["tools"]
+    assert "read" in tools
+    assert "bash" not in tools and "write" not in tools
+    cleared = alice_client.patch(
+        f"/api/conversations/{conversation.pk}",
+        {"agent_profile": None},
+        content_type="application/json",
+    )
+    assert cleared.json()["agent_profile"] is None
+
+
+def test_the_profile_picked_for_a_turn_is_remembered_and_applied(alice_client, conversation, alice):
+    from tools_app.models import ToolProfile
+
+    ToolProfile.objects.create(owner=alice, name="tiny", tools=["read", "glob"])
+    outcome = alice_client.post(
+        f"/api/conversations/{conversation.pk}/turns",
+        {"text": "/bash echo hi", "profile": "tiny"},
+        content_type="application/json",
+    ).json()
+    assert "'bash' is not offered" in outcome["text"]
+    detail = alice_client.get(f"/api/runs/{outcome['run_id']}").json()
+    assert sorted(detail["tools"]) == ["glob", "read"]
+    assert detail["profile"] == "tiny"
+    conversation.refresh_from_db()
+    assert conversation.profile_name == "tiny"

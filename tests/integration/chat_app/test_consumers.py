@@ -15,7 +15,10 @@ from chat_app.services import conversation_create
 from chat_app.turns import control_group
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("asgi_application", "no_leftover_turns")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("asgi_application", "no_leftover_turns"),
+]
 
 
 @pytest.fixture
@@ -32,28 +35,28 @@ async def _finish(socket) -> list[dict]:
 
 
 async def test_anonymous_socket_is_refused_with_4401(conversation):
-    socket, connected, code = await open_socket(conversation.pk, cookie=None)
+    _socket, connected, code = await open_socket(conversation.pk, cookie=None)
     assert not connected
     assert code == CLOSE_UNAUTHENTICATED
 
 
 async def test_handshake_from_a_foreign_origin_is_refused(conversation, alice_cookie):
-    socket, connected, _ = await open_socket(
+    _socket, connected, _ = await open_socket(
         conversation.pk, alice_cookie, origin="http://evil.example"
     )
     assert not connected
-    socket, connected, _ = await open_socket(conversation.pk, alice_cookie, origin=None)
+    _socket, connected, _ = await open_socket(conversation.pk, alice_cookie, origin=None)
     assert not connected
 
 
 async def test_bob_cannot_join_alices_conversation(conversation, bob_cookie):
-    socket, connected, code = await open_socket(conversation.pk, bob_cookie)
+    _socket, connected, code = await open_socket(conversation.pk, bob_cookie)
     assert not connected
     assert code == CLOSE_NOT_FOUND
 
 
 async def test_an_unknown_conversation_is_not_found(alice_cookie, alice):
-    socket, connected, code = await open_socket(987654, alice_cookie)
+    _socket, connected, code = await open_socket(987654, alice_cookie)
     assert (connected, code) == (False, CLOSE_NOT_FOUND)
 
 
@@ -66,7 +69,9 @@ async def test_text_streams_in_before_the_turn_finishes(conversation, alice_cook
     assert kinds[0] == "user_message"
     assert kinds[1] == "tools_resolved"
     assert "text_delta" in kinds
-    assert kinds.index("text_delta") < kinds.index("turn_finished") < kinds.index("assistant_message")
+    assert (
+        kinds.index("text_delta") < kinds.index("turn_finished") < kinds.index("assistant_message")
+    )
     seqs = [f["seq"] for f in frames]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     streamed = "".join(f["text"] for f in frames if f["type"] == "text_delta")
@@ -104,7 +109,9 @@ async def test_an_approved_call_runs(conversation, alice_cookie, chat_tools):
     await socket.disconnect()
 
 
-async def test_a_denied_call_does_not_run_and_keeps_the_reason(conversation, alice_cookie, chat_tools):
+async def test_a_denied_call_does_not_run_and_keeps_the_reason(
+    conversation, alice_cookie, chat_tools
+):
     socket, _, _ = await open_socket(conversation.pk, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/guarded text=no"})
     asked = (await receive_until(socket, of_type("approval_requested")))[-1]
@@ -151,9 +158,16 @@ async def test_an_approval_is_bound_to_the_conversation_owner(
     # A control message claiming to come from bob reaches the turn's group, and is ignored.
     await get_channel_layer().group_send(
         control_group(conversation.pk),
-        {"type": "turn.control", "action": "approve", "user_id": bob.pk, "call_id": asked["call_id"]},
+        {
+            "type": "turn.control",
+            "action": "approve",
+            "user_id": bob.pk,
+            "call_id": asked["call_id"],
+        },
     )
-    await socket.send_json_to({"type": "deny", "call_id": asked["call_id"], "reason": "alice says no"})
+    await socket.send_json_to(
+        {"type": "deny", "call_id": asked["call_id"], "reason": "alice says no"}
+    )
     frames = await _finish(socket)
     resolved = next(f for f in frames if f["type"] == "approval_resolved")
     assert (resolved["approved"], resolved["reason"]) == (False, "alice says no")
@@ -211,7 +225,9 @@ async def test_malformed_frames_get_an_error_and_the_socket_stays_open(
     await socket.disconnect()
 
 
-async def test_a_second_message_while_a_turn_runs_is_refused(conversation, alice_cookie, chat_tools):
+async def test_a_second_message_while_a_turn_runs_is_refused(
+    conversation, alice_cookie, chat_tools
+):
     socket, _, _ = await open_socket(conversation.pk, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     await receive_until(socket, of_type("tool_call_started"))
@@ -280,7 +296,9 @@ async def test_a_second_tab_sees_the_same_stream(conversation, alice_cookie, cha
     await second.send_json_to({"type": "approve", "call_id": asked["call_id"]})
     first_frames = await _finish(first)
     second_frames = await _finish(second)
-    assert [f["seq"] for f in first_frames][-len(second_frames) :] == [f["seq"] for f in second_frames]
+    assert [f["seq"] for f in first_frames][-len(second_frames) :] == [
+        f["seq"] for f in second_frames
+    ]
     assert any(f["type"] == "tool_finished" and not f["is_error"] for f in first_frames)
     await first.disconnect()
     await second.disconnect()

@@ -4,7 +4,10 @@ from chat_app.markdown import render_markdown
 
 
 def test_it_renders_commonmark():
-    assert render_markdown("**bold** and `code`") == "<p><strong>bold</strong> and <code>code</code></p>\n"
+    assert (
+        render_markdown("**bold** and `code`")
+        == "<p><strong>bold</strong> and <code>code</code></p>\n"
+    )
 
 
 def test_it_escapes_raw_html():
@@ -14,7 +17,12 @@ def test_it_escapes_raw_html():
 
 
 def test_it_drops_javascript_and_data_links():
-    for url in ("javascript:alert(1)", "JaVaScRiPt:alert(1)", "java\tscript:alert(1)", "data:text/html,x"):
+    for url in (
+        "javascript:alert(1)",
+        "JaVaScRiPt:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,x",
+    ):
         html = render_markdown(f"[click]({url})")
         assert "href" not in html, url
 

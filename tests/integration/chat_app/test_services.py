@@ -48,19 +48,25 @@ def test_the_agent_profile_is_chosen_and_cleared(conversation, alice):
     from tools_app.models import AgentProfile
 
     agent = AgentProfile.objects.create(owner=alice, name="researcher", model="offline")
-    conversation_apply_options(conversation=conversation, options=TurnOptions(agent_profile=agent.pk))
+    conversation_apply_options(
+        conversation=conversation, options=TurnOptions(agent_profile=agent.pk)
+    )
     assert Conversation.objects.get(pk=conversation.pk).agent_profile_id == agent.pk
-    conversation_apply_options(conversation=conversation, options=TurnOptions(agent_profile=NO_AGENT))
+    conversation_apply_options(
+        conversation=conversation, options=TurnOptions(agent_profile=NO_AGENT)
+    )
     assert Conversation.objects.get(pk=conversation.pk).agent_profile_id is None
 
 
 def test_bobs_agent_profile_cannot_be_picked_by_alice(conversation, bob):
-    from tools_app.models import AgentProfile
     from openprogram_site.api_errors import UnprocessableError
+    from tools_app.models import AgentProfile
 
     agent = AgentProfile.objects.create(owner=bob, name="bobs")
     with pytest.raises(UnprocessableError, match="does not exist"):
-        conversation_apply_options(conversation=conversation, options=TurnOptions(agent_profile=agent.pk))
+        conversation_apply_options(
+            conversation=conversation, options=TurnOptions(agent_profile=agent.pk)
+        )
 
 
 def test_events_keep_the_tool_call_rows_and_todos_in_step(conversation):
@@ -68,22 +74,49 @@ def test_events_keep_the_tool_call_rows_and_todos_in_step(conversation):
     run_record_events(
         run_id=run.pk,
         events=[
-            {"seq": 1, "type": "tool_call_started", "call_id": "c1", "name": "bash", "arguments": {"command": "ls"}},
-            {"seq": 2, "type": "approval_requested", "call_id": "c1", "name": "bash", "arguments": {}},
+            {
+                "seq": 1,
+                "type": "tool_call_started",
+                "call_id": "c1",
+                "name": "bash",
+                "arguments": {"command": "ls"},
+            },
+            {
+                "seq": 2,
+                "type": "approval_requested",
+                "call_id": "c1",
+                "name": "bash",
+                "arguments": {},
+            },
         ],
     )
     assert ToolCallRecord.objects.get(run=run, call_id="c1").status == "awaiting_approval"
     run_record_events(
         run_id=run.pk,
         events=[
-            {"seq": 3, "type": "approval_resolved", "call_id": "c1", "approved": False, "reason": "no"},
-            {"seq": 4, "type": "tool_finished", "call_id": "c1", "name": "bash", "preview": "denied", "is_error": True},
+            {
+                "seq": 3,
+                "type": "approval_resolved",
+                "call_id": "c1",
+                "approved": False,
+                "reason": "no",
+            },
+            {
+                "seq": 4,
+                "type": "tool_finished",
+                "call_id": "c1",
+                "name": "bash",
+                "preview": "denied",
+                "is_error": True,
+            },
             {"seq": 5, "type": "todo_updated", "todos": [{"content": "pack", "status": "pending"}]},
         ],
     )
     record = ToolCallRecord.objects.get(run=run, call_id="c1")
     assert (record.status, record.is_error, record.result_preview) == ("denied", True, "denied")
-    assert Conversation.objects.get(pk=conversation.pk).todos == [{"content": "pack", "status": "pending"}]
+    assert Conversation.objects.get(pk=conversation.pk).todos == [
+        {"content": "pack", "status": "pending"}
+    ]
     assert list(RunEvent.objects.filter(run=run).values_list("seq", flat=True)) == [1, 2, 3, 4, 5]
 
 
@@ -91,7 +124,15 @@ def test_finishing_a_stopped_run_closes_its_open_calls_and_keeps_partial_text(co
     run, _ = run_start(conversation=conversation, text="go", attended=True)
     run_record_events(
         run_id=run.pk,
-        events=[{"seq": 1, "type": "tool_call_started", "call_id": "c1", "name": "bash", "arguments": {}}],
+        events=[
+            {
+                "seq": 1,
+                "type": "tool_call_started",
+                "call_id": "c1",
+                "name": "bash",
+                "arguments": {},
+            }
+        ],
     )
     message = run_finish(run_id=run.pk, status="stopped", text="partial ans")
     run.refresh_from_db()

@@ -122,3 +122,20 @@ def test_a_symlink_escaping_the_results_dir_is_not_served(alice_client, finished
     link.symlink_to(outside)
     _record_with_result(finished_run, link)
     assert alice_client.get(f"/runs/{finished_run.pk}/calls/call-1/result/").status_code == 404
+
+
+def test_the_todo_panel_renders_the_saved_list(alice_client, conversation):
+    conversation.todos = [{"id": "1", "content": "pack bags", "status": "in_progress"}]
+    conversation.save()
+    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert '<li data-status="in_progress">pack bags</li>' in html
+
+
+def test_a_model_without_its_key_is_marked_with_a_clear_message(
+    alice_client, conversation, settings, monkeypatch
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings.OPENPROGRAM_MODELS = ["offline", "openai/gpt-4o-mini"]
+    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert "openai/gpt-4o-mini (key missing)" in html
+    assert "needs OPENAI_API_KEY set in the server&#x27;s environment" in html

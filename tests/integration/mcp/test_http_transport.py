@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from openprogram.mcp import MCPServerConfig
+from openprogram.mcp import Backoff, MCPManager, MCPServerConfig
 from openprogram.programs import registry
 from tests.servers import free_port
 
@@ -30,20 +31,41 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise TimeoutError(f"the demo HTTP server did not listen on {port} within {WAIT}s")
 
 
+class _HttpDemo:
+    """The demo server in streamable-HTTP mode on a fixed loopback port, restartable."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(DEMO_SERVER), "--http", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_for_port(self.port, self.proc)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(WAIT)
+
+
 @pytest.fixture
-def http_server() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(DEMO_SERVER), "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def http_demo() -> Iterator[_HttpDemo]:
+    demo = _HttpDemo()
+    demo.start()
     try:
-        _wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield demo
     finally:
-        proc.terminate()
-        proc.wait(WAIT)
+        demo.stop()
+
+
+@pytest.fixture
+def http_server(http_demo) -> str:
+    return http_demo.url
 
 
 @pytest.fixture
@@ -83,3 +105,23 @@ def test_nothing_listening_is_a_failed_server(manager):
     manager.add(MCPServerConfig(name="nobody", transport="http", url=url, timeout=5))
     status = manager.wait_for("nobody", is_failed, timeout=WAIT)
     assert status["error"]
+
+
+def test_a_vanished_server_is_noticed_and_reconnected_when_it_returns(clean_registry, http_demo):
+    # A short health interval: no stream ends when an HTTP server dies.
+    manager = MCPManager(backoff=Backoff(0.1, 0.3), health_interval=0.2)
+    try:
+        manager.add(MCPServerConfig(name="web", transport="http", url=http_demo.url, timeout=5))
+        manager.wait_for("web", is_ready, timeout=WAIT)
+        http_demo.stop()
+        status = manager.wait_for("web", is_failed, timeout=WAIT)
+        assert "mcp__web__echo" in status["tools"]
+        assert registry.get("mcp__web__echo").unavailable_reason.startswith(
+            "MCP server 'web' is failed: "
+        )
+        http_demo.start()
+        manager.wait_for("web", is_ready, timeout=WAIT)
+        result = asyncio.run(registry.get("mcp__web__echo").execute("h5", {"text": "again"}))
+        assert result.content == "again"
+    finally:
+        manager.shutdown()

@@ -40,9 +40,11 @@ def _pid_alive(pid: int) -> bool:
 @pytest.fixture
 def web(tmp_path):
     server = make_server(tmp_path)
-    server.create_users()
     config = {"command": sys.executable, "args": [str(DEMO_SERVER)]}
+    # One shell for both rows: each manage.py start costs seconds.
     server.shell(
+        "from django.contrib.auth import get_user_model;"
+        f"get_user_model().objects.create_superuser('root', password={PASSWORD!r});"
         "from tools_app.mcp_models import MCPServer;"
         f"MCPServer.objects.create(name='demo', **{json.dumps(config)})"
     )
@@ -57,7 +59,7 @@ def test_daphne_connects_stored_servers_and_closes_them_on_exit(web):
     page = ""
     while time.monotonic() < deadline:
         page = client.get("/admin/tools_app/mcpserver/").text
-        if "field-state\">ready" in page:
+        if 'field-state">ready' in page:
             break
         time.sleep(0.1)
     assert 'field-state">ready' in page, web.log()[-2000:]

@@ -6,7 +6,7 @@ import pytest
 
 from tools_app import selectors
 from tools_app.catalog_sync import tool_catalog_sync
-from tools_app.models import Tool, ToolProfile
+from tools_app.models import AgentProfile, Tool, ToolProfile
 
 pytestmark = pytest.mark.django_db
 
@@ -52,3 +52,18 @@ def test_the_admin_refuses_a_reserved_profile_name(admin_client, alice):
     assert response.status_code == 200
     assert b"is reserved" in response.content
     assert not ToolProfile.objects.exists()
+
+
+def test_the_admin_checks_an_agent_profiles_tools_field(admin_client, alice):
+    response = admin_client.post(
+        "/admin/tools_app/agentprofile/add/",
+        {"owner": alice.pk, "name": "bot", "tools": '{"toolset": "nope"}'},
+    )
+    assert response.status_code == 200
+    assert b"neither one of your tool profiles nor a preset" in response.content
+    assert not AgentProfile.objects.exists()
+    admin_client.post(
+        "/admin/tools_app/agentprofile/add/",
+        {"owner": alice.pk, "name": "bot", "tools": '{"toolset": "notes"}'},
+    )
+    assert AgentProfile.objects.get(name="bot").tools["enabled"] == []

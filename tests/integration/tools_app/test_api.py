@@ -239,3 +239,11 @@ def test_token_creation_returns_the_clear_token_once(alice_client):
     listed = alice_client.get("/api/tokens").json()
     assert [t["id"] for t in listed] == [created["id"]]
     assert "token" not in listed[0]
+
+
+def test_a_patch_that_fails_changes_nothing(alice, alice_client):
+    services.profile_create(owner=alice, name="p", tools=["read_notes"])
+    services.profile_create(owner=alice, name="taken")
+    response = _call(alice_client, "PATCH", "/api/profiles/p", {"tools": [], "name": "taken"})
+    assert response.status_code == 409
+    assert alice_client.get("/api/profiles/p").json()["tools"] == ["read_notes"]

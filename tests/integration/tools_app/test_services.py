@@ -241,3 +241,26 @@ def test_api_tokens_are_issued_listed_and_revoked(alice, bob):
         services.api_token_revoke(owner=bob, pk=row.pk)
     services.api_token_revoke(owner=alice, pk=row.pk)
     assert api_token_authenticate(token=clear) is None
+
+
+def test_rename_and_delete_tell_listeners(alice):
+    from tools_app.signals import tool_profile_deleted, tool_profile_renamed
+
+    heard: list[tuple] = []
+
+    def on_rename(sender, owner, old_name, new_name, **kwargs):
+        heard.append(("renamed", owner, old_name, new_name))
+
+    def on_delete(sender, owner, name, **kwargs):
+        heard.append(("deleted", owner, name))
+
+    tool_profile_renamed.connect(on_rename)
+    tool_profile_deleted.connect(on_delete)
+    try:
+        services.profile_create(owner=alice, name="a")
+        services.profile_rename(owner=alice, name="a", new_name="b")
+        services.profile_delete(owner=alice, name="b")
+    finally:
+        tool_profile_renamed.disconnect(on_rename)
+        tool_profile_deleted.disconnect(on_delete)
+    assert heard == [("renamed", alice, "a", "b"), ("deleted", alice, "b")]

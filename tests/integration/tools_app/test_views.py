@@ -132,3 +132,13 @@ def test_without_htmx_a_post_redirects_back(alice_client):
 
 def test_anonymous_is_sent_to_login(client):
     assert client.get("/programs/catalog/").status_code == 302
+
+
+def test_the_catalog_marks_what_the_selected_profile_holds(alice, alice_client):
+    services.profile_create(owner=alice, name="lean", tools=["read_notes"])
+    html = alice_client.get("/programs/catalog/?profile=lean", **HX).content.decode()
+    assert html.count('data-testid="badge-in-profile"') == 1
+    area = alice_client.post("/programs/profiles/lean/tools/add/", {"tool": "web_lookup"}, **HX)
+    assert area["HX-Trigger"] == "profile-changed"
+    html = alice_client.get("/programs/catalog/?profile=lean", **HX).content.decode()
+    assert html.count('data-testid="badge-in-profile"') == 2

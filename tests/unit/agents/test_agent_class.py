@@ -56,7 +56,7 @@ def test_it_does_not_register_methods_when_only_other_options_are_set():
 
     agent = Quiet()
     assert registry.get("quiet_ar3") is None
-    assert agent.tools == {}
+    assert agent.method_tools == {}
 
 
 def test_tool_false_skips_the_shared_registry():
@@ -240,3 +240,19 @@ def test_a_subclass_inherits_its_parent_method_options():
     child = Child()
     assert registry.get("inherit_ar14") is child.inherit_ar14._agent_tool
     assert child.inherit_ar14() == "Child"
+
+
+def test_methods_from_a_plain_mixin_get_scopes_and_can_be_tools():
+    class Formatting:
+        def shout_ar15(self, text: str) -> str:
+            """Shout."""
+            return current_call_tree().nodes()[0].method + ":" + text.upper()
+
+    class Loud(Formatting, Agent):
+        method_options = {"shout_ar15": {"tool": True}}
+
+    agent = Loud()
+    assert agent.shout_ar15("hi") == "Formatting.shout_ar15:HI"
+    assert registry.get("shout_ar15") is agent.shout_ar15._agent_tool
+    assert Formatting().shout_ar15 is not None  # the mixin itself is left untouched
+    assert not hasattr(vars(Formatting)["shout_ar15"], "_openprogram_scoped")

@@ -13,6 +13,7 @@ from openprogram.security.urls import (
     check_url,
     is_public_address,
     normalise_host,
+    parse_allow_entry,
     resolve_public_addresses,
 )
 
@@ -129,3 +130,32 @@ def test_any_ipv4_mapped_into_ipv6_is_judged_as_itself(address):
 def test_no_private_ipv4_is_ever_public(address):
     if address.is_private or address.is_loopback or address.is_link_local:
         assert not is_public_address(address)
+
+
+@pytest.mark.parametrize(
+    ("entry", "parsed"),
+    [
+        ("127.0.0.1:8123", ("127.0.0.1", 8123)),
+        ("Intranet.Example", ("intranet.example", None)),
+        ("[::1]:8080", ("::1", 8080)),
+        ("[::1]", ("::1", None)),
+        ("0x7f.1:80", ("127.0.0.1", 80)),
+    ],
+)
+def test_allow_entries_parse(entry, parsed):
+    assert parse_allow_entry(entry) == parsed
+
+
+@pytest.mark.parametrize("entry", ["", "host:99999", "host:http", "[::1", "[::1]x", "a b", "u@h"])
+def test_malformed_allow_entries_are_refused(entry):
+    with pytest.raises(ValueError, match="allow-list entry"):
+        parse_allow_entry(entry)
+
+
+def test_a_malformed_allow_entry_allows_nothing():
+    with pytest.raises(UnsafeURL):
+        resolve_public_addresses(check_url("http://127.0.0.1:80/"), allow_hosts=["127.0.0.1:http"])
+
+
+def test_internationalised_names_become_ascii():
+    assert check_url("https://Bücher.example/").host == "xn--bcher-kva.example"

@@ -30,7 +30,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def send_body(
-        self, status: int, body: bytes, content_type: str | None, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        body: bytes,
+        content_type: str | None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.send_response(status)
         if content_type is not None:
@@ -93,7 +97,9 @@ def standard_routes(server: WebTestServer) -> None:
         "/text": lambda h: h.send_body(200, b"plain words", "text/plain"),
         "/json": lambda h: h.send_body(200, json.dumps({"a": 1}).encode(), "application/json"),
         "/image": lambda h: h.send_body(200, b"\x89PNG\r\n\x1a\n", "image/png"),
-        "/latin1": lambda h: h.send_body(200, "café".encode("latin-1"), "text/plain; charset=iso-8859-1"),
+        "/latin1": lambda h: h.send_body(
+            200, "café".encode("latin-1"), "text/plain; charset=iso-8859-1"
+        ),
         "/missing": lambda h: h.send_body(404, b"gone away", "text/plain"),
         "/echo-host": lambda h: h.send_body(200, h.headers.get("Host", "").encode(), "text/plain"),
         "/redirect-ok": lambda h: h.send_body(302, b"", None, {"Location": "/text"}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from openprogram.config import get_config
 from openprogram.programs.builtin.read import read
 from openprogram.programs.results import (
@@ -99,3 +101,9 @@ async def test_a_relative_path_never_reaches_the_results_directory(turn, call):
     (results / "other.txt").write_text("not yours")
     result = await call(read, {"path": "other.txt"})
     assert result.is_error and "not yours" not in result.content
+
+
+async def test_a_fifo_is_refused_instead_of_blocking_forever(turn, workspace, call):
+    os.mkfifo(workspace / "pipe")
+    result = await call(read, {"path": "pipe"})
+    assert result.is_error and "not a regular file" in result.content

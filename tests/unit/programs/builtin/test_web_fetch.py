@@ -86,7 +86,9 @@ async def test_it_connects_to_the_checked_address_with_the_original_host_header(
 
 async def test_same_host_redirects_are_followed(allowed, call):
     result = await call(web_fetch, {"url": allowed.url("/redirect-ok")})
-    assert result.content.endswith("plain words") and f"URL: {allowed.url('/text')}" in result.content
+    assert (
+        result.content.endswith("plain words") and f"URL: {allowed.url('/text')}" in result.content
+    )
 
 
 async def test_a_redirect_to_a_private_address_is_refused(allowed, call):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from openprogram.programs.builtin.write import write
 
 
@@ -46,3 +48,9 @@ async def test_it_refuses_a_directory_target_and_bad_arguments(turn, workspace, 
 
 def test_it_is_hidden_in_plan_mode():
     assert "plan" in write._agent_tool.unsafe_in
+
+
+async def test_a_fifo_is_refused_instead_of_blocking_forever(turn, workspace, call):
+    os.mkfifo(workspace / "pipe")
+    result = await call(write, {"path": "pipe", "content": "x"})
+    assert result.is_error and "not a regular file" in result.content

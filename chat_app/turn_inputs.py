@@ -1,0 +1,109 @@
+"""Everything a chat turn starts from: the conversation's choices turned into TurnRequest values.
+
+Runs in a worker thread (it reads and writes the database) before the turn's task
+starts; nothing here touches the event loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+
+from chat_app.schemas import TurnOptions
+from chat_app.selectors import (
+    conversation_get,
+    conversation_history,
+    model_key_problem,
+    workspace_for,
+)
+from chat_app.services import conversation_apply_options, run_abandon_orphans, run_start
+from openprogram_site.api_errors import ConflictError, UnprocessableError
+
+__all__ = ["PreparedTurn", "turn_prepare", "turn_request_kwargs"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedTurn:
+    run_id: int
+    message_id: int
+    title: str
+    request_kwargs: dict[str, Any]
+    """TurnRequest keyword arguments, hooks excepted (the running turn supplies those)."""
+
+
+def turn_request_kwargs(values: dict[str, Any]) -> dict[str, Any]:
+    """Only the TurnRequest fields this framework version has (it grows optional ones)."""
+    from openprogram.agent.events import TurnRequest
+
+    names = {f.name for f in dataclasses.fields(TurnRequest)}
+    return {k: v for k, v in values.items() if k in names}
+
+
+def turn_prepare(
+    *,
+    user: AbstractBaseUser,
+    conversation_id: int,
+    text: str,
+    options: TurnOptions,
+    attended: bool | None,
+    may_abandon_orphans: bool,
+) -> PreparedTurn:
+    """Validate, remember the composer's choices, open the run and store the message.
+
+    ``may_abandon_orphans``: the caller knows no process runs this conversation's turn
+    (one process, nothing in its registry), so a run still marked running is a leftover
+    of a server that stopped mid-turn and may be closed.
+    """
+    from tools_app.selectors import turn_resolution_inputs
+
+    conversation = conversation_get(owner=user, conversation_id=conversation_id)
+    conversation_apply_options(conversation=conversation, options=options)
+    inputs = turn_resolution_inputs(
+        owner=user,
+        profile_name=conversation.profile_name,
+        agent_profile_id=conversation.agent_profile_id,
+    )
+    # An agent profile's model wins over the composer's; the picker shows it when chosen.
+    model = inputs.pop("model", None) or conversation.model
+    problem = model_key_problem(model)
+    if problem:
+        raise UnprocessableError(problem)
+    turn_attended = conversation.attended if attended is None else attended
+    try:
+        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
+    except ConflictError:
+        if not may_abandon_orphans:
+            raise
+        run_abandon_orphans(
+            conversation_id=conversation_id, reason="the server stopped during this turn"
+        )
+        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
+    if run.model != model:
+        run.model = model
+        run.save(update_fields=["model"])
+    values = {
+        **inputs,
+        "text": text,
+        "history": conversation_history(conversation=conversation, before=message),
+        "model": model,
+        "user_id": user.pk,
+        "conversation_id": conversation.pk,
+        "tools_on": conversation.tools_on,
+        "web_search_on": conversation.web_search_on,
+        "plan_mode": conversation.plan_mode,
+        "source": "plan" if conversation.plan_mode else "web",
+        "attended": turn_attended,
+        "workspace": workspace_for(user=user),
+        "state": {"todos": list(conversation.todos)},
+        "approval_timeout": float(settings.APPROVAL_TIMEOUT_SECONDS),
+        "can_use_context": {"user_id": user.pk, "username": user.get_username()},
+    }
+    return PreparedTurn(
+        run_id=run.pk,
+        message_id=message.pk,
+        title=conversation.title,
+        request_kwargs=turn_request_kwargs(values),
+    )

@@ -1,0 +1,109 @@
+"""Two daphne processes sharing Redis: a turn runs in one, a tab on the other steers it.
+
+Events reach the other process's tabs through the Redis channel layer; approvals and
+Stop sent from there travel the conversation's control group back to the process
+that owns the turn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from tests.e2e.conftest import login
+from tests.servers import free_port, make_server
+
+pytestmark = [pytest.mark.e2e, pytest.mark.redis]
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    if os.environ.get("REDIS_TEST_URL"):
+        yield os.environ["REDIS_TEST_URL"]
+        return
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is not installed (make test installs it)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        cwd=tmp_path_factory.mktemp("redis"),
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while (
+        subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip()
+        != b"PONG"
+    ):
+        assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/1"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory, redis_url):
+    home = tmp_path_factory.mktemp("scaleout-home")
+    first = make_server(home, REDIS_URL=redis_url)
+    first.create_users()
+    second = make_server(home, REDIS_URL=redis_url)
+    first.start()
+    second.start()
+    yield first, second
+    first.stop()
+    second.stop()
+
+
+def _open_in_both(browser, two_servers):
+    first, second = two_servers
+    context = browser.new_context()
+    context.set_default_timeout(20_000)
+    a = context.new_page()
+    login(a, first, "alice")
+    a.click("[data-testid=new-chat]")
+    a.wait_for_url(re.compile(r".*/c/\d+/$"))
+    path = a.url.split(str(first.port), 1)[1]
+    # Cookies are per host, not per port: the session works on the second process too.
+    b = context.new_page()
+    b.goto(second.url + path)
+    for page in (a, b):
+        page.wait_for_selector("#connection[data-state=open]")
+    return context, a, b
+
+
+def test_an_approval_from_another_process_reaches_the_turn(browser, two_servers):
+    context, a, b = _open_in_both(browser, two_servers)
+    a.fill("#composer-text", "/bash echo across-processes")
+    a.press("#composer-text", "Enter")
+    b.locator(".tool-card[data-status=awaiting_approval] button.approve").click()
+    a.wait_for_selector(".tool-card[data-status=done]", timeout=40_000)
+    assert "across-processes" in a.locator(".tool-card .tool-result").inner_text()
+    b.wait_for_selector(".run[data-status=completed] .run-status")
+    context.close()
+
+
+def test_stop_from_another_process_stops_the_turn(browser, two_servers):
+    context, a, b = _open_in_both(browser, two_servers)
+    a.fill("#composer-text", "/bash sleep 30")
+    a.press("#composer-text", "Enter")
+    b.locator(".tool-card[data-status=awaiting_approval] button.approve").click()
+    b.wait_for_selector(".tool-card[data-status=running]")
+    b.click("#stop")
+    a.wait_for_selector(".run[data-status=stopped] .run-status", timeout=10_000)
+    b.wait_for_selector(".run[data-status=stopped] .run-status", timeout=10_000)
+    context.close()
