@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
@@ -44,6 +45,10 @@ _TOOLS_CHANGED = "tools-changed"
 _PROFILE_CHANGED = "profile-changed"
 
 
+def _page_url(profile: str) -> str:
+    return f"{reverse('tools:programs')}?{urlencode({'profile': profile})}"
+
+
 def _selected(request: HttpRequest, name: str | None) -> str:
     """``name`` if the user has such a profile, else their active one."""
     if name and name in selectors.profile_names(owner=request.user):
@@ -58,7 +63,6 @@ def _area_context(
     detail = presenters.profile_detail(owner=owner, name=selected)
     resolved = presenters.resolve_payload(owner=owner, profile_name=selected)
     exposed = selectors.exposed_tool_names()
-    descriptions = dict(Tool.objects.filter(name__in=exposed).values_list("name", "description"))
     in_profile = set(detail["tools"])
     return {
         "profiles": profiles,
@@ -67,7 +71,6 @@ def _area_context(
         "resolved": resolved,
         # expose=False helpers (L2) are internals no user picks; the API keeps the full trace.
         "not_offered": [e for e in resolved["explain"] if not e["offered"] and e["layer"] != "L2"],
-        "descriptions": descriptions,
         "addable": sorted(name for name in exposed if name not in in_profile),
         "errors": errors or {},
     }
@@ -84,14 +87,14 @@ def _area(
     if not request.htmx:
         for message in (errors or {}).values():
             messages.error(request, message)
-        return redirect(f"{reverse('tools:programs')}?profile={selected}")
+        return redirect(_page_url(selected))
     response = render(
         request,
         "tools_app/_profiles_area.html",
         _area_context(request.user, selected, errors),
     )
     if changed:
-        response["HX-Push-Url"] = f"{reverse('tools:programs')}?profile={selected}"
+        response["HX-Push-Url"] = _page_url(selected)
     # The catalog marks what the selected profile holds; it refreshes on this event.
     response["HX-Trigger"] = _PROFILE_CHANGED
     return response
@@ -175,7 +178,7 @@ def tool_toggle_disabled(request: HttpRequest, name: str) -> HttpResponse:
     except DomainError as exc:
         return _render_tool(request, name, selected, error=exc.message)
     if not request.htmx:
-        return redirect(f"{reverse('tools:programs')}?profile={selected}")
+        return redirect(_page_url(selected))
     response = _render_tool(request, name, selected)
     # The catalog badges and the profile's resolved set listen for this and refresh.
     response["HX-Trigger"] = _TOOLS_CHANGED

@@ -26,6 +26,8 @@ from openprogram.programs._tool_search import TOOL_SEARCH_NAME, ToolSearch, tool
 
 __all__ = [
     "CATALOG_HEADER",
+    "COMPACT_NOTE",
+    "HARD_CAP_FACTOR",
     "TOOL_SEARCH_NAME",
     "ToolSearch",
     "_loaded_deferred",
@@ -42,10 +44,20 @@ __all__ = [
 CATALOG_HEADER = (
     "Deferred tools available via tool_search (call tool_search to load a schema before use):"
 )
+COMPACT_NOTE = (
+    "Names only, too many to describe (tool_search with keywords shows descriptions). "
+    "A group's names may share a prefix written once: mcp__gh__{create_issue, list_prs} "
+    "means the tools mcp__gh__create_issue and mcp__gh__list_prs; call them by the full name."
+)
+HARD_CAP_FACTOR = 4
+"""The names-only form may grow to this many times ``budget_chars`` before it truncates."""
 _SUMMARY_CAP = 120
 _NAME_CAP = 200
+_LABEL_CAP = 60
 _MORE_LINE_RESERVE = 64
-"""Room kept for the closing "... and N more" line, so the block stays within budget."""
+"""Room kept for the closing "+N more" line, so the block stays within the hard cap."""
+_PREFIX_SEPARATOR = "__"
+"""Only namespace prefixes (``mcp__<server>__``) are factored out, never part of a word."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
 
@@ -73,7 +85,7 @@ def _one_line(text: str, cap: int) -> str:
 
 def _group_label(tool: AgentTool) -> str:
     if tool.server:
-        return f"{tool.source}: {_one_line(tool.server, 60)}"
+        return f"{tool.source}: {_one_line(tool.server, _LABEL_CAP)}"
     return tool.source
 
 
@@ -105,29 +117,57 @@ def _full_catalog(groups: dict[str, list[AgentTool]], budget_chars: int) -> str 
     return "\n".join(lines)
 
 
-def _compact_catalog(groups: dict[str, list[AgentTool]], budget_chars: int) -> str:
-    header = f"{CATALOG_HEADER} (names only; tool_search with keywords shows descriptions)"
-    lines = [header]
-    used = len(header) + _MORE_LINE_RESERVE
+def _shared_prefix(names: list[str]) -> str:
+    """The longest ``...__`` prefix every name has and none equals, or "" (one name: "")."""
+    if len(names) < 2:
+        return ""
+    # The common prefix of the whole list is that of its smallest and largest names.
+    low, high = min(names), max(names)
+    pairs = enumerate(zip(low, high, strict=False))
+    size = next((i for i, (a, b) in pairs if a != b), len(low))
+    common = low[:size]
+    cut = common.rfind(_PREFIX_SEPARATOR)
+    if cut <= 0:
+        return ""
+    prefix = common[: cut + len(_PREFIX_SEPARATOR)]
+    # A tool named exactly the prefix would vanish into "{, ...}": keep such a group plain.
+    return "" if prefix in names else prefix
+
+
+def _group_line(label: str, names: list[str]) -> str:
+    prefix = _shared_prefix(names)
+    if not prefix:
+        return f"[{label}] {', '.join(names)}"
+    return f"[{label}] {prefix}{{{', '.join(name[len(prefix) :] for name in names)}}}"
+
+
+def _compact_catalog(groups: dict[str, list[AgentTool]], hard_cap: int) -> str:
+    """Every name, grouped, prefixes factored out; past ``hard_cap`` it ends with "+N more".
+
+    Names are flattened only until the cap is reached, so 10,000 deferred tools
+    cost no more than the few hundred the block can hold.
+    """
+    lines = [CATALOG_HEADER, COMPACT_NOTE]
+    room = hard_cap - sum(len(line) + 1 for line in lines) - _MORE_LINE_RESERVE
     total = sum(len(members) for members in groups.values())
     shown = 0
     for label, members in groups.items():
-        pieces = [f"[{label}]"]
-        width = len(pieces[0]) + 1
+        # Worst case per name is its length plus ", "; the label and braces come on top.
+        room -= len(label) + 6
+        names: list[str] = []
         for tool in members:
             name = _one_line(tool.name, _NAME_CAP)
-            if used + width + len(name) + 2 > budget_chars:
+            if room - len(name) - 2 < 0:
                 break
-            pieces.append(name)
-            width += len(name) + 2
-        if len(pieces) > 1:
-            lines.append(f"{pieces[0]} {', '.join(pieces[1:])}")
-            used += len(lines[-1]) + 1
-            shown += len(pieces) - 1
-        if len(pieces) - 1 < len(members):
+            names.append(name)
+            room -= len(name) + 2
+        if names:
+            lines.append(_group_line(label, names))
+            shown += len(names)
+        if len(names) < len(members):
             break
     if shown < total:
-        lines.append(f"... and {total - shown} more; find them with tool_search keywords.")
+        lines.append(f"+{total - shown} more: use tool_search with keywords to find them.")
     return "\n".join(lines)
 
 
@@ -136,14 +176,20 @@ def deferred_catalog_text(tools: Sequence[AgentTool], *, budget_chars: int = 600
 
     One ``- name: summary`` line per tool, grouped by source (and MCP server),
     summaries flattened to one line of at most 120 characters. When that passes
-    ``budget_chars`` the block lists names only, and past that it says how many
-    more exist. Empty string when nothing in ``tools`` is deferred.
+    ``budget_chars`` the block switches to names only: one line per group, with
+    the group's shared ``mcp__<server>__`` prefix written once
+    (``mcp__gh__{create_issue, list_prs}``, explained in the block), still naming
+    every tool. Only when even the names pass ``HARD_CAP_FACTOR`` times the budget
+    does it stop and end with ``+N more: use tool_search ...``. Empty string
+    when nothing in ``tools`` is deferred.
     """
     groups = _grouped(tools)
     if not groups:
         return ""
     full = _full_catalog(groups, budget_chars)
-    return full if full is not None else _compact_catalog(groups, budget_chars)
+    if full is not None:
+        return full
+    return _compact_catalog(groups, budget_chars * HARD_CAP_FACTOR)
 
 
 if registry.get(TOOL_SEARCH_NAME) is None:

@@ -64,6 +64,11 @@ def _json_or_text(value: str) -> Any:
         return value
 
 
+def _command_name(line: str) -> str | None:
+    match = _COMMAND.match(line.strip())
+    return match.group(1) if match else None
+
+
 def parse_command(line: str, schema: dict[str, Any]) -> tuple[str, str] | None:
     """``/NAME ...`` → ``(NAME, arguments JSON text)``; None if the line is no command.
 
@@ -138,12 +143,12 @@ def _plan(
     calls: list[dict[str, Any]] = []
     refusals: list[str] = []
     for line in commands:
-        parsed = parse_command(line, {})
-        if parsed is None:
+        name = _command_name(line)
+        if name is None:
             continue
-        name = parsed[0]
         if name in offered:
-            calls.append(_call(*parse_command(line, _schema(tools, name)) or parsed))
+            _, arguments = parse_command(line, _schema(tools, name)) or (name, "{}")
+            calls.append(_call(name, arguments))
         elif name in deferred and name not in searched and _SEARCH_TOOL in offered:
             calls.append(_search_call(tools, name))
         else:
@@ -205,12 +210,7 @@ def offline_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
     ]
     searched = _searched_names(after)
     called = {name for name in names_by_id.values() if name != _SEARCH_TOOL}
-    pending = [
-        line for line in commands if (parse_command(line, {}) or ("",))[0] in searched - called
-    ]
+    pending = [line for line in commands if _command_name(line) in searched - called]
     if pending:
-        reply = _plan(pending, tools, deferred, searched)
-        if reply.tool_calls:
-            return reply
-        return OfflineReply(text=reply.text)
+        return _plan(pending, tools, deferred, searched)
     return OfflineReply(text=_summary([r for r in results if r[0] != _SEARCH_TOOL] or results))

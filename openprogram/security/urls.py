@@ -94,7 +94,7 @@ def check_url(url: str) -> CheckedURL:
     except ValueError as exc:
         raise UnsafeURL(f"the URL {url!r} does not parse: {exc}") from None
     scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
+    if scheme != "http" and scheme != "https":
         raise UnsafeURL(f"the URL {url!r} uses scheme {scheme!r}; only http and https are fetched")
     if parts.username is not None or parts.password is not None:
         raise UnsafeURL(f"the URL {url!r} carries credentials; they are not sent")
@@ -111,8 +111,8 @@ def check_url(url: str) -> CheckedURL:
             host = host.encode("idna").decode("ascii")
         except UnicodeError:
             raise UnsafeURL(f"the URL {url!r} has an invalid host name") from None
-        return CheckedURL(url, scheme, host, port, None)  # type: ignore[arg-type]
-    return CheckedURL(url, scheme, str(host), port, host)  # type: ignore[arg-type]
+        return CheckedURL(url, scheme, host, port, None)
+    return CheckedURL(url, scheme, str(host), port, host)
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:

@@ -138,3 +138,29 @@ def test_finishing_a_stopped_run_closes_its_open_calls_and_keeps_partial_text(co
     run.refresh_from_db()
     assert (run.status, run.text, message.text) == ("stopped", "partial ans", "partial ans")
     assert ToolCallRecord.objects.get(run=run).status == "error"
+
+
+def test_a_nested_call_keeps_its_parent(conversation):
+    run, _ = run_start(conversation=conversation, text="go", attended=True)
+    run_record_events(
+        run_id=run.pk,
+        events=[
+            {
+                "seq": 1,
+                "type": "tool_call_started",
+                "call_id": "outer",
+                "name": "research",
+                "arguments": {},
+            },
+            {
+                "seq": 2,
+                "type": "tool_call_started",
+                "call_id": "inner",
+                "name": "read",
+                "arguments": {"path": "a"},
+                "parent_call_id": "outer",
+            },
+        ],
+    )
+    assert ToolCallRecord.objects.get(run=run, call_id="inner").parent_call_id == "outer"
+    assert ToolCallRecord.objects.get(run=run, call_id="outer").parent_call_id == ""

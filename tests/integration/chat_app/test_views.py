@@ -139,3 +139,12 @@ def test_a_model_without_its_key_is_marked_with_a_clear_message(
     html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
     assert "openai/gpt-4o-mini (key missing)" in html
     assert "needs OPENAI_API_KEY set in the server&#x27;s environment" in html
+
+
+def test_nested_calls_are_rendered_with_their_parent(alice_client, conversation, finished_run):
+    ToolCallRecord.objects.create(run=finished_run, call_id="outer", name="research")
+    ToolCallRecord.objects.create(
+        run=finished_run, call_id="inner", name="read", parent_call_id="outer"
+    )
+    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert 'data-call-id="inner" data-status="running" data-parent-call-id="outer"' in html

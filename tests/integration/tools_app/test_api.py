@@ -247,3 +247,18 @@ def test_a_patch_that_fails_changes_nothing(alice, alice_client):
     response = _call(alice_client, "PATCH", "/api/profiles/p", {"tools": [], "name": "taken"})
     assert response.status_code == 409
     assert alice_client.get("/api/profiles/p").json()["tools"] == ["read_notes"]
+
+
+def test_the_openapi_schema_documents_every_route(alice_client):
+    response = alice_client.get("/api/openapi.json")
+    assert response.status_code == 200
+    paths = set(response.json()["paths"])
+    for _, path, _, _ in ROUTES:
+        assert (
+            path.replace("{agent}", "{pk}")
+            .replace("{token}", "{pk}")
+            .replace("mine", "{name}")
+            .replace("read_notes", "{name}")
+            .replace("write_notes", "{tool}")
+            in paths
+        )

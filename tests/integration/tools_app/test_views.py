@@ -142,3 +142,12 @@ def test_the_catalog_marks_what_the_selected_profile_holds(alice, alice_client):
     assert area["HX-Trigger"] == "profile-changed"
     html = alice_client.get("/programs/catalog/?profile=lean", **HX).content.decode()
     assert html.count('data-testid="badge-in-profile"') == 2
+
+
+def test_a_profile_name_with_spaces_round_trips_through_urls(alice, alice_client):
+    response = alice_client.post("/programs/new-profile/", {"name": "my research"})
+    assert response["Location"].endswith("?profile=my+research")
+    page = alice_client.get(response["Location"]).content.decode()
+    assert 'data-profile="my research"' in page
+    panel = alice_client.get("/programs/profiles/my%20research/", **HX).content.decode()
+    assert 'data-testid="profile-heading">my research<' in panel
