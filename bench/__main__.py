@@ -14,7 +14,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 def main(argv: list[str]) -> int:
     import bench
 
-    names = sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if m.name.startswith("bench_"))
+    names = sorted(
+        m.name for m in pkgutil.iter_modules(bench.__path__) if m.name.startswith("bench_")
+    )
     if argv:
         names = [n for n in names if any(a in n for a in argv)]
     print(f"python {sys.version.split()[0]} · {os.cpu_count()} cores\n")

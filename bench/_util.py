@@ -27,7 +27,9 @@ def ratio(value: float, baseline: float) -> str:
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Print (and return) a Markdown table, so docs/benchmarks.md can quote it as is."""
     cells = [[str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
+    ]
     lines = [f"### {title}", ""]
     lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")

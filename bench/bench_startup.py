@@ -36,8 +36,14 @@ def _one_round(home: Path) -> tuple[float, float, bool]:
     server = make_server(home)
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(server.port),
-         "openprogram_site.asgi:application"],
+        [
+            str(Path(sys.executable).parent / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(server.port),
+            "openprogram_site.asgi:application",
+        ],
         cwd=Path(__file__).resolve().parent.parent,
         env=server.env,
         stdout=subprocess.DEVNULL,

@@ -26,7 +26,7 @@ from openprogram.agent.events import (
     TurnFinished,
     TurnRequest,
 )
-from openprogram.agent.loop import agent_loop
+from openprogram.agent.loop import StreamChat, agent_loop
 from openprogram.agent.types import AgentTool, Message
 from openprogram.programs.deferred import deferred_catalog_text, install_loaded_deferred
 from openprogram.programs.policy import Resolution, UnknownToolsetError, resolve_tools
@@ -96,7 +96,10 @@ def _finish_with_error(sink: Callable[[Event], None], message: str, kind: str) -
 
 
 async def _run_turn(
-    request: TurnRequest, sink: Callable[[Event], None], retry: RetryPolicy | None
+    request: TurnRequest,
+    sink: Callable[[Event], None],
+    retry: RetryPolicy | None,
+    provider: StreamChat | None,
 ) -> None:
     try:
         resolution = resolve_turn_tools(request)
@@ -156,6 +159,7 @@ async def _run_turn(
         cancel=request.cancel,
         max_steps=request.max_steps,
         retry=retry,
+        provider=provider,
     )
     sink(
         TurnFinished(
@@ -168,18 +172,22 @@ async def _run_turn(
 
 
 async def process_user_turn(
-    request: TurnRequest, *, retry: RetryPolicy | None = None
+    request: TurnRequest,
+    *,
+    retry: RetryPolicy | None = None,
+    provider: StreamChat | None = None,
 ) -> AsyncIterator[Event]:
     """Run one turn and yield its events; the last one is always a :class:`TurnFinished`.
 
     Never raises for a bad request, a failing model or tool: those arrive as
     :class:`TurnError` events. Closing the iterator early stops the turn.
-    ``retry`` overrides the provider retry policy (default: from the environment).
+    ``retry`` overrides the provider retry policy (default: from the environment);
+    ``provider`` replaces the litellm path with another model (see ``StreamChat``).
     """
     queue: asyncio.Queue[Any] = asyncio.Queue()
     # The turn runs in its own task: events from concurrently running tools, the
     # model stream and approval prompts all land in one queue, in order.
-    task = asyncio.create_task(_run_turn(request, queue.put_nowait, retry))
+    task = asyncio.create_task(_run_turn(request, queue.put_nowait, retry, provider))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     finished = False
     try:

@@ -20,6 +20,7 @@ __all__ = [
     "ApprovalRequested",
     "ApprovalResolved",
     "Event",
+    "HistoryMessage",
     "QuestionAsked",
     "TextDelta",
     "TodoUpdated",
@@ -30,7 +31,6 @@ __all__ = [
     "TurnError",
     "TurnFinished",
     "TurnRequest",
-    "HistoryMessage",
 ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,13 +22,22 @@ from openprogram.programs.deferred import split_tools_for_dispatch
 from openprogram.providers.retry import ProviderError, RetryPolicy
 from openprogram.providers.streaming import ProviderDelta, stream_chat
 
-__all__ = ["DEFAULT_MAX_STEPS", "DEFAULT_VALIDATION_BUDGET", "LoopOutcome", "agent_loop"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "DEFAULT_VALIDATION_BUDGET",
+    "LoopOutcome",
+    "StreamChat",
+    "agent_loop",
+]
 
 DEFAULT_MAX_STEPS = 25
 DEFAULT_VALIDATION_BUDGET = 3
 """Consecutive invalid-argument calls of one tool before the turn gives up on it."""
 
 EventSink = Callable[[Event], None]
+StreamChat = Callable[..., AsyncIterator[ProviderDelta]]
+"""A model: ``stream_chat``'s keyword signature. The default goes through litellm;
+a host may pass its own (a scripted stand-in in benchmarks, a non-litellm client)."""
 StopReason = Literal["completed", "stopped", "step_limit", "error"]
 
 
@@ -51,7 +60,15 @@ def _model_content(result: AgentToolResult) -> str:
 class _Turn:
     """Mutable state of one loop run, so the steps read as a short story."""
 
-    def __init__(self, *, tools: Sequence[AgentTool], sink: EventSink, cancel: asyncio.Event):
+    def __init__(
+        self,
+        *,
+        tools: Sequence[AgentTool],
+        sink: EventSink,
+        cancel: asyncio.Event,
+        provider: StreamChat,
+    ):
+        self.provider = provider
         self.tools = list(tools)
         self.offered = {tool.name: tool for tool in self.tools}
         self.sink = sink
@@ -68,7 +85,7 @@ class _Turn:
     ) -> ProviderDelta | None:
         provider_tools, _ = split_tools_for_dispatch(self.tools)
         final: ProviderDelta | None = None
-        async for delta in stream_chat(
+        async for delta in self.provider(
             model=model, messages=messages, tools=provider_tools, cancel=self.cancel, retry=retry
         ):
             if delta.text:
@@ -140,6 +157,7 @@ async def agent_loop(
     max_steps: int = DEFAULT_MAX_STEPS,
     validation_budget: int = DEFAULT_VALIDATION_BUDGET,
     retry: RetryPolicy | None = None,
+    provider: StreamChat | None = None,
 ) -> LoopOutcome:
     """Run the loop, appending to ``messages`` and sending events to ``sink``.
 
@@ -148,7 +166,7 @@ async def agent_loop(
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps!r}")
-    turn = _Turn(tools=tools, sink=sink, cancel=cancel)
+    turn = _Turn(tools=tools, sink=sink, cancel=cancel, provider=provider or stream_chat)
     steps = 0
     while True:
         if cancel.is_set():

@@ -12,9 +12,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Layer", "Stage", "Walk"]
+from openprogram.programs._decisions import Layer
 
-Layer = Literal["L1", "L2", "L2b", "L3", "L4", "L5", "L6"]
+__all__ = ["Layer", "Stage", "Walk"]
 
 
 @dataclass(frozen=True)

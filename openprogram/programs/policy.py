@@ -23,16 +23,18 @@ explain trace is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from openprogram.agent.types import AgentTool
 from openprogram.programs import registry
 from openprogram.programs._availability import unavailable_reason
+from openprogram.programs._decisions import ToolDecision
 from openprogram.programs._deferred_state import loaded_deferred
 from openprogram.programs._resolution_index import RegistryIndex, registry_index
 from openprogram.programs._selection import (
@@ -58,40 +60,11 @@ __all__ = [
 
 ASK_USER_TOOL = "ask_user_question"
 _SELECTION_LAYERS: frozenset[Layer] = frozenset({"L2b", "L3", "L4"})
+_NAME = attrgetter("name")
+_AS_DICT = attrgetter("_as_dict")
 _NO_DEFERRED_STAGE = Stage(
     "L6", "drop", frozenset({TOOL_SEARCH_NAME}), "no deferred tools are offered"
 )
-
-
-@dataclass(slots=True)
-class ToolDecision:
-    """One row of the explain trace: whether a registered tool is offered, and if not why."""
-
-    name: str
-    offered: bool
-    layer: Layer | None
-    reason: str
-    deferred: bool
-    source: str
-    loaded: bool = False
-
-    @property
-    def summary(self) -> str:
-        if self.offered:
-            return "offered (deferred)" if self.deferred else "offered"
-        return f"{self.layer}: {self.reason}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "offered": self.offered,
-            "layer": self.layer,
-            "reason": self.reason,
-            "deferred": self.deferred,
-            "source": self.source,
-            "loaded": self.loaded,
-            "summary": self.summary,
-        }
 
 
 @dataclass(eq=False)
@@ -101,7 +74,11 @@ class Resolution:
     tools: list[AgentTool]
     warnings: list[str] = field(default_factory=list)
     _stages: list[Stage] = field(default_factory=list, repr=False)
-    _registered: tuple[tuple[str, AgentTool], ...] = field(default=(), repr=False)
+    _index: RegistryIndex | None = field(default=None, repr=False)
+    _extra: tuple[AgentTool, ...] = field(default=(), repr=False)
+    """Tools in the trace the index lacks: the shipped tool_search after a registry reset."""
+    _offered: set[str] | frozenset[str] | None = field(default=None, repr=False)
+    """The walk's final names (exactly ``tools``' names), so the trace need not rebuild them."""
     _loaded: frozenset[str] = field(default=frozenset(), repr=False)
     _search_exempt: frozenset[Layer] = field(default=_SELECTION_LAYERS, repr=False)
     """Layers tool_search ignores; L2 too when the shipped instance stands in unregistered."""
@@ -117,28 +94,44 @@ class Resolution:
     @cached_property
     def decisions(self) -> list[ToolDecision]:
         """Every registered tool (expose=False ones too) with the first layer that rejected it."""
-        offered = {tool.name for tool in self.tools}
-        rejected_by = self._first_rejections({name for name, _ in self._registered} - offered)
-        rows = []
-        for name, tool in self._registered:
-            stage = rejected_by.get(name)
-            reason = "" if stage is None else stage.reason
-            rows.append(
-                ToolDecision(
-                    name=name,
-                    offered=name in offered,
-                    layer=None if stage is None else stage.layer,
-                    reason=reason(name) if callable(reason) else reason,
-                    deferred=tool.defer,
-                    source=tool.source,
-                    loaded=tool.defer and name in self._loaded,
-                )
-            )
-        return rows
+        index = self._index or registry_index()
+        shared = index.decision_rows
+        extra = {tool.name: tool for tool in self._extra}
+        registered = index.names | extra.keys() if extra else index.names
+        offered = (
+            self._offered
+            if self._offered is not None
+            else registered.intersection(map(_NAME, self.tools))
+        )
+        outcomes: list[
+            tuple[Layer | None, str | Callable[[str], str], set[str] | frozenset[str]]
+        ] = [(None, "", offered)]
+        outcomes += [
+            (stage.layer, stage.reason, hits)
+            for stage, hits in self._rejections(registered - offered)
+        ]
+        rows: dict[str, ToolDecision] = {}
+        for layer, reason, hits in outcomes:
+            if callable(reason):
+                # Per-tool reasons come from layer 4 gates, a few tools: their rows are fresh.
+                for name in hits:
+                    rows[name] = shared.fresh(index.by_name[name], layer, reason(name))
+                continue
+            unindexed = hits & extra.keys()
+            for name in unindexed:
+                rows[name] = shared.fresh(extra[name], layer, reason)
+            rest = hits - unindexed if unindexed else hits
+            by_name = shared.rows(layer, reason, rest)
+            rows.update(zip(rest, map(by_name.__getitem__, rest), strict=True))
+        for name in self._loaded & index.deferred:
+            row = rows.get(name)
+            if row is not None:
+                rows[name] = shared.fresh(index.by_name[name], row.layer, row.reason, loaded=True)
+        return list(map(rows.__getitem__, (*index.order, *extra)))
 
-    def _first_rejections(self, rejected: set[str]) -> dict[str, Stage]:
-        """The first stage that rejected each name, found with one set operation per stage."""
-        first: dict[str, Stage] = {}
+    def _rejections(self, rejected: set[str]) -> list[tuple[Stage, set[str]]]:
+        """Each stage with the names it rejected first, found with one set operation per stage."""
+        groups: list[tuple[Stage, set[str]]] = []
         pending = rejected - {TOOL_SEARCH_NAME}
         search_pending = TOOL_SEARCH_NAME in rejected
         for stage in self._stages:
@@ -148,22 +141,28 @@ class Resolution:
                 and stage.layer not in self._search_exempt
                 and stage.rejects(TOOL_SEARCH_NAME)
             ):
-                first[TOOL_SEARCH_NAME] = stage
+                groups.append((stage, {TOOL_SEARCH_NAME}))
                 search_pending = False
             if not pending:
                 continue
             hits = pending - stage.names if stage.kind == "keep" else pending & stage.names
-            first.update(dict.fromkeys(hits, stage))
-            pending -= hits
+            if hits:
+                groups.append((stage, hits))
+                pending -= hits
         if search_pending:
-            first[TOOL_SEARCH_NAME] = _NO_DEFERRED_STAGE
-        return first
+            groups.append((_NO_DEFERRED_STAGE, {TOOL_SEARCH_NAME}))
+        return groups
+
+    @cached_property
+    def _by_name(self) -> dict[str, ToolDecision]:
+        return {row.name: row for row in self.decisions}
 
     def decision(self, name: str) -> ToolDecision | None:
-        return next((row for row in self.decisions if row.name == name), None)
+        return self._by_name.get(name)
 
     def explain(self) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.decisions]
+        """One JSON-ready dict per registered tool; fresh copies the caller may change."""
+        return list(map(dict, map(_AS_DICT, self.decisions)))
 
 
 def _unavailable(
@@ -281,11 +280,11 @@ def resolve_tools(
     _settle_tool_search(walk, index.deferred, search_exposed and not search_vetoed)
     current = walk.current
     tools = list(compress(index.tools, map(current.__contains__, index.order)))
-    registered = index.pairs
+    extra: tuple[AgentTool, ...] = ()
     search_exempt = _SELECTION_LAYERS
     if TOOL_SEARCH_NAME not in index.names:
         # Registry was reset (tests, embedders): the shipped tool_search still serves.
-        registered = (*registered, (TOOL_SEARCH_NAME, tool_search))
+        extra = (tool_search,)
         search_exempt = _SELECTION_LAYERS | {"L2"}
         if TOOL_SEARCH_NAME in current:
             tools.append(tool_search)
@@ -293,7 +292,9 @@ def resolve_tools(
         tools=tools,
         warnings=warnings,
         _stages=walk.stages,
-        _registered=registered,
+        _index=index,
+        _extra=extra,
+        _offered=current if isinstance(current, set | frozenset) else frozenset(current),
         _loaded=loaded_deferred(),
         _search_exempt=search_exempt,
     )

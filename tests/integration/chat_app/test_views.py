@@ -148,3 +148,15 @@ def test_nested_calls_are_rendered_with_their_parent(alice_client, conversation,
     )
     html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
     assert 'data-call-id="inner" data-status="running" data-parent-call-id="outer"' in html
+
+
+def test_staff_read_a_run_with_its_tool_calls_in_the_admin(admin_client, finished_run):
+    ToolCallRecord.objects.create(run=finished_run, call_id="call-9", name="grep")
+    response = admin_client.get(f"/admin/chat_app/run/{finished_run.pk}/change/")
+    assert response.status_code == 200
+    assert b"call-9" in response.content
+    conversation_page = admin_client.get(
+        f"/admin/chat_app/conversation/{finished_run.conversation_id}/change/"
+    )
+    assert conversation_page.status_code == 200
+    assert admin_client.get("/admin/chat_app/run/add/").status_code == 403

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import re
+from openprogram.programs import deferred
+from openprogram.programs.deferred import (
+    CATALOG_HEADER,
+    COMPACT_NOTE,
+    HARD_CAP_FACTOR,
+    deferred_catalog_text,
+)
+from openprogram.programs.tokens import count_tokens
 
-from openprogram.programs.deferred import CATALOG_HEADER, deferred_catalog_text
+from .conftest import EchoTool
 
 
 def test_it_is_empty_when_nothing_is_deferred(add_tool):
@@ -48,30 +55,102 @@ def test_an_untrusted_description_cannot_add_lines_to_the_prompt(add_tool):
     assert len(lines[2]) <= len("- mcp__evil__ls: ") + 120 and lines[2].endswith("…")
 
 
-def test_past_the_budget_it_lists_names_only(add_tool):
+def _expand(text: str) -> list[str]:
+    """The callable names a names-only catalog spells out, with its brace prefixes undone."""
+    names: list[str] = []
+    for line in text.splitlines()[2:]:
+        body = line.split("] ", 1)[1] if line.startswith("[") else ""
+        prefix, brace, rest = body.partition("{")
+        if brace:
+            names += [prefix + short for short in rest.rstrip("}").split(", ")]
+        elif body:
+            names += body.split(", ")
+    return names
+
+
+def test_past_the_budget_it_lists_every_name_grouped_with_the_server_prefix_written_once(
+    add_tool,
+):
     tools = [
         add_tool(
-            f"mcp__s__tool_{i}", "A long description " * 5, defer=True, source="mcp", server="s"
+            f"mcp__gh__tool_{i}", "A long description " * 5, defer=True, source="mcp", server="gh"
         )
         for i in range(40)
-    ]
+    ] + [add_tool("mcp__db__query", "Run SQL.", defer=True, source="mcp", server="db")]
     text = deferred_catalog_text(tools, budget_chars=1500)
-    assert len(text) <= 1500
+    lines = text.splitlines()
+    assert lines[:2] == [CATALOG_HEADER, COMPACT_NOTE]
     assert "A long description" not in text
-    assert text.startswith(CATALOG_HEADER)
-    assert "mcp__s__tool_0, mcp__s__tool_1" in text
-    assert sorted(re.findall(r"mcp__s__tool_\d+", text)) == sorted(t.name for t in tools)
+    assert lines[2].startswith("[mcp: gh] mcp__gh__{tool_0, tool_1, tool_2, ")
+    assert lines[3] == "[mcp: db] mcp__db__query"
+    assert _expand(text) == [tool.name for tool in tools]
+    assert "more: use tool_search" not in text
 
 
-def test_far_past_the_budget_it_says_how_many_more_exist(add_tool):
+def test_names_only_form_of_500_mcp_tools_names_all_of_them_in_a_fraction_of_the_full_form(
+    add_tool,
+):
+    servers = ("github", "jira", "slack")
+    tools = [
+        add_tool(
+            f"mcp__{servers[i % 3]}__create_record_{i}",
+            f"Create a record number {i} in the {servers[i % 3]} workspace; returns JSON.",
+            defer=True,
+            source="mcp",
+            server=servers[i % 3],
+        )
+        for i in range(500)
+    ]
+    text = deferred_catalog_text(tools)
+    assert len(text) <= 6_000 * HARD_CAP_FACTOR
+    assert sorted(_expand(text)) == sorted(tool.name for tool in tools)
+    unbudgeted = deferred_catalog_text(tools, budget_chars=10**9)
+    assert count_tokens(text) * 3 < count_tokens(unbudgeted)
+
+
+def test_a_group_whose_names_share_no_namespace_prefix_is_listed_plainly(add_tool):
+    tools = [
+        add_tool("cron_add", "Add a cron job. " * 20, defer=True, source="plugin"),
+        add_tool("cron_list", "List cron jobs. " * 20, defer=True, source="plugin"),
+        add_tool("mcp__x__", "Odd but legal. " * 20, defer=True, source="mcp", server="x"),
+        add_tool("mcp__x__run", "Run. " * 20, defer=True, source="mcp", server="x"),
+    ]
+    lines = deferred_catalog_text(tools, budget_chars=300).splitlines()
+    assert lines[2:] == ["[plugin] cron_add, cron_list", "[mcp: x] mcp__x__, mcp__x__run"]
+
+
+def test_only_past_the_hard_cap_it_stops_and_says_how_many_more_exist(add_tool):
     tools = [
         add_tool(f"mcp__s__t{i:03d}", defer=True, source="mcp", server="s") for i in range(300)
     ]
-    text = deferred_catalog_text(tools, budget_chars=600)
-    assert len(text) <= 600
-    listed = sum(f"mcp__s__t{i:03d}" in text for i in range(300))
-    assert 0 < listed < 300
-    assert (
-        text.splitlines()[-1]
-        == f"... and {300 - listed} more; find them with tool_search keywords."
+    text = deferred_catalog_text(tools, budget_chars=300)
+    assert len(text) <= 300 * HARD_CAP_FACTOR
+    listed = _expand(text[: text.rindex("\n")])
+    assert 0 < len(listed) < 300
+    assert listed == [tool.name for tool in tools[: len(listed)]]
+    assert text.splitlines()[-1] == (
+        f"+{300 - len(listed)} more: use tool_search with keywords to find them."
     )
+
+
+def test_a_huge_catalog_flattens_only_the_names_it_can_show(add_tool, monkeypatch):
+    tools = [
+        EchoTool(
+            name=f"mcp__s{i % 7}__tool_{i}",
+            description="Does a thing.",
+            defer=True,
+            source="mcp",
+            server=f"s{i % 7}",
+        )
+        for i in range(10_000)
+    ]
+    flattened: list[str] = []
+    original = deferred._one_line
+    monkeypatch.setattr(
+        deferred, "_one_line", lambda text, cap: flattened.append(text) or original(text, cap)
+    )
+    text = deferred_catalog_text(tools)
+    shown = len(_expand(text[: text.rindex("\n")]))
+    assert text.splitlines()[-1].startswith(f"+{10_000 - shown} more")
+    # Flattening is the per-tool cost; it must follow what fits, not the registry size.
+    assert len(flattened) < len(tools) // 4

@@ -1,0 +1,279 @@
+// Rendering a conversation's runs from turn events; chat.js owns the socket and composer.
+// Streamed text goes in as textContent (never HTML); only the server's final, sanitised
+// Markdown is inserted as HTML. Events carry a per-run `seq`, so a catch-up from history
+// and the live stream can overlap without rendering anything twice.
+(() => {
+  "use strict";
+
+  const OUTPUT_LIMIT = 20 * 1024; // streamed tool output kept per card (the tail)
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // root: the transcript element; send(frame) -> bool; onRunning(bool); onTitle(text).
+  function createChatTranscript({ root, send, onRunning, onTitle }) {
+    function runBlock(runId) {
+      let block = root.querySelector(`.run[data-run-id="${runId}"]`);
+      if (!block) {
+        document.getElementById("empty-hint")?.remove();
+        block = el("section", "run");
+        block.dataset.runId = runId;
+        block.dataset.status = "running";
+        root.append(block);
+      }
+      return block;
+    }
+
+    function assistantPart(block) {
+      let part = block.querySelector(".msg.assistant");
+      if (!part) {
+        part = el("div", "msg assistant");
+        part.append(el("div", "calls"), el("div", "reply streaming"), el("div", "run-meta muted"));
+        block.append(part);
+      }
+      return part;
+    }
+
+    function findCard(block, callId) {
+      return [...block.querySelectorAll(".tool-card")].find((c) => c.dataset.callId === callId);
+    }
+
+    function setCardStatus(card, status, label) {
+      card.dataset.status = status;
+      card.querySelector(".tool-status").textContent = label || status;
+    }
+
+    function toolCard(block, event) {
+      const part = assistantPart(block);
+      let card = findCard(block, event.call_id);
+      if (card) return card;
+      card = el("details", "tool-card");
+      card.open = true;
+      card.dataset.callId = event.call_id;
+      const summary = el("summary");
+      summary.append(el("span", "tool-name", event.name), " ", el("span", "tool-status"), " ",
+        el("span", "tool-duration muted"));
+      const body = el("div", "tool-body");
+      const args = typeof event.arguments === "string" ? event.arguments : JSON.stringify(event.arguments, null, 2);
+      body.append(el("div", "label", "Arguments"), el("pre", "tool-args", args));
+      const outputLabel = el("div", "label output-label", "Output (live)");
+      const output = el("pre", "tool-output");
+      outputLabel.hidden = output.hidden = true;
+      body.append(outputLabel, output, el("div", "children"));
+      card.append(summary, body);
+      setCardStatus(card, "running", "running…");
+      const parent = event.parent_call_id ? findCard(block, event.parent_call_id) : null;
+      (parent ? parent.querySelector(".children") : part.querySelector(".calls")).append(card);
+      return card;
+    }
+
+    function approvalPrompt(block, event) {
+      const card = findCard(block, event.call_id) || toolCard(block, { ...event, parent_call_id: null });
+      setCardStatus(card, "awaiting_approval", "needs approval");
+      card.open = true;
+      if (card.querySelector(".approval")) return;
+      const box = el("div", "approval");
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", `Approve ${event.name}?`);
+      const reason = el("input", "deny-reason");
+      reason.placeholder = "Reason (optional)";
+      reason.setAttribute("aria-label", "Reason");
+      const approve = el("button", "primary approve", "Approve");
+      const deny = el("button", "danger deny", "Deny");
+      approve.type = deny.type = "button";
+      approve.addEventListener("click", () => send({ type: "approve", call_id: event.call_id, reason: reason.value }));
+      deny.addEventListener("click", () => send({ type: "deny", call_id: event.call_id, reason: reason.value }));
+      box.append(el("span", "approval-text", event.reason || `Run ${event.name}?`), reason, approve, deny);
+      card.querySelector(".tool-body").prepend(box);
+    }
+
+    function questionPrompt(block, event) {
+      const card = findCard(block, event.call_id) || toolCard(block, { ...event, name: "ask_user_question" });
+      card.open = true;
+      if (card.querySelector(".question")) return;
+      const box = el("div", "question");
+      box.append(el("p", "question-text", event.question));
+      const answer = (text) => send({ type: "answer", call_id: event.call_id, text });
+      if (event.choices && event.choices.length) {
+        event.choices.forEach((choice) => {
+          const b = el("button", "choice", choice);
+          b.type = "button";
+          b.addEventListener("click", () => answer(choice));
+          box.append(b);
+        });
+      } else {
+        const input = el("input", "answer-text");
+        input.setAttribute("aria-label", "Your answer");
+        const b = el("button", "primary", "Answer");
+        b.type = "button";
+        b.addEventListener("click", () => input.value.trim() && answer(input.value));
+        input.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); b.click(); } });
+        box.append(input, b);
+      }
+      setCardStatus(card, "awaiting_answer", "waiting for your answer");
+      card.querySelector(".tool-body").prepend(box);
+    }
+
+    function finishCard(block, event) {
+      const card = findCard(block, event.call_id) || toolCard(block, event);
+      card.querySelector(".approval")?.remove();
+      card.querySelector(".question")?.remove();
+      const denied = card.dataset.status === "denied";
+      setCardStatus(card, event.is_error ? (denied ? "denied" : "error") : "done", event.is_error ? (denied ? "denied" : "error") : "done");
+      card.querySelector(".tool-duration").textContent = `${Math.round(event.duration_ms || 0)} ms`;
+      const body = card.querySelector(".tool-body");
+      const children = body.querySelector(".children");
+      body.insertBefore(el("div", "label", event.is_error ? "Error" : "Result"), children);
+      const result = el("pre", "tool-result" + (event.is_error ? " is-error" : ""), event.preview);
+      body.insertBefore(result, children);
+      if (event.truncated) {
+        const note = el("div", "truncation", "Result truncated for the model. ");
+        if (event.full_result_path) {
+          const link = el("a", "", "Download the full result");
+          link.href = `/runs/${block.dataset.runId}/calls/${encodeURIComponent(event.call_id)}/result/`;
+          link.setAttribute("download", "");
+          note.append(link);
+        }
+        body.insertBefore(note, children);
+      }
+    }
+
+    function renderTodos(todos) {
+      const panel = document.getElementById("todos");
+      const list = document.getElementById("todo-list");
+      list.replaceChildren(...todos.map((t) => {
+        const li = el("li", "", t.content || JSON.stringify(t));
+        li.dataset.status = t.status || "pending";
+        return li;
+      }));
+      panel.hidden = todos.length === 0;
+    }
+
+    function setRunning(running) {
+      onRunning(running);
+    }
+
+    function apply(event) {
+      if (event.run_id === undefined) return;
+      const block = runBlock(event.run_id);
+      const last = Number(block.dataset.lastSeq || 0);
+      if (event.seq <= last) return; // already rendered (catch-up and live overlap)
+      block.dataset.lastSeq = String(event.seq);
+      switch (event.type) {
+        case "user_message":
+          if (!block.querySelector(".msg.user")) {
+            const msg = el("div", "msg user");
+            msg.append(el("div", "bubble", event.text));
+            block.prepend(msg);
+          }
+          if (event.title) onTitle(event.title);
+          setRunning(true);
+          break;
+        case "tools_resolved": {
+          const part = assistantPart(block);
+          const offered = el("details", "offered");
+          offered.append(el("summary", "", `${event.tools.length} tool${event.tools.length === 1 ? "" : "s"} offered${event.deferred.length ? `, ${event.deferred.length} deferred` : ""}`));
+          const list = el("p", "offered-list", event.tools.join(", "));
+          list.setAttribute("data-testid", "offered-tools");
+          offered.append(list);
+          (event.warnings || []).forEach((w) => offered.append(el("p", "warning", w)));
+          part.prepend(offered);
+          break;
+        }
+        case "text_delta":
+          assistantPart(block).querySelector(".reply").append(document.createTextNode(event.text));
+          break;
+        case "tool_call_started":
+          toolCard(block, event);
+          break;
+        case "tool_update": {
+          const card = findCard(block, event.call_id);
+          if (!card) break;
+          const output = card.querySelector(".tool-output");
+          output.hidden = card.querySelector(".output-label").hidden = false;
+          const text = output.textContent + event.text;
+          output.textContent = text.length > OUTPUT_LIMIT ? text.slice(-OUTPUT_LIMIT) : text;
+          output.scrollTop = output.scrollHeight;
+          break;
+        }
+        case "approval_requested":
+          approvalPrompt(block, event);
+          break;
+        case "approval_resolved": {
+          const card = findCard(block, event.call_id);
+          if (!card) break;
+          card.querySelector(".approval")?.remove();
+          if (event.approved) setCardStatus(card, "running", "approved, running…");
+          else setCardStatus(card, "denied", `denied${event.reason ? ": " + event.reason : ""}`);
+          break;
+        }
+        case "question_asked":
+          questionPrompt(block, event);
+          break;
+        case "todo_updated":
+          renderTodos(event.todos || []);
+          break;
+        case "tool_finished":
+          finishCard(block, event);
+          break;
+        case "error": {
+          const part = assistantPart(block);
+          const error = el("div", "run-error error", event.message);
+          error.setAttribute("role", "alert");
+          part.insertBefore(error, part.querySelector(".run-meta"));
+          break;
+        }
+        case "turn_finished":
+          block.dataset.status = event.stop_reason;
+          break;
+        case "assistant_message": {
+          const part = assistantPart(block);
+          const reply = part.querySelector(".reply");
+          reply.className = "reply markdown";
+          reply.innerHTML = event.html; // sanitised server-side: raw HTML off, links checked
+          block.dataset.status = event.status;
+          const meta = part.querySelector(".run-meta");
+          meta.replaceChildren(el("span", "run-status", event.status));
+          meta.querySelector(".run-status").dataset.status = event.status;
+          const link = el("a", "", "run");
+          link.href = `/api/runs/${event.run_id}`;
+          link.target = "_blank";
+          meta.append(" · ", link);
+          setRunning(false);
+          break;
+        }
+        default:
+          break;
+      }
+      root.scrollTop = root.scrollHeight;
+    }
+
+    function catchUp(message) {
+      const existing = root.querySelector(`.run[data-run-id="${message.run_id}"]`);
+      // Server-rendered (no seq yet): a finished run is complete; a running one is rebuilt.
+      if (existing && !existing.dataset.lastSeq) {
+        if (existing.dataset.status !== "running") { setRunning(false); return; }
+        existing.replaceChildren();
+      }
+      message.events.forEach(apply);
+      setRunning(message.status === "running");
+    }
+
+    // Server-rendered nested calls arrive flat; put each under its parent card.
+    function nestServerRendered() {
+      root.querySelectorAll(".tool-card[data-parent-call-id]").forEach((card) => {
+        const parent = findCard(card.closest(".run"), card.dataset.parentCallId);
+        if (parent) parent.querySelector(".children").append(card);
+      });
+    }
+
+    return { apply, catchUp, nestServerRendered };
+  }
+
+  createChatTranscript.el = el;
+  window.createChatTranscript = createChatTranscript;
+})();
