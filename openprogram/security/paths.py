@@ -10,7 +10,9 @@ Contract of :func:`resolve_in_workspace`, step by step:
 4. The joined path is resolved with symlinks followed on every component that exists,
    exactly as the kernel would walk it (``link/..`` climbs from the link's target, a
    dangling symlink is followed to where it points). Components that do not exist yet
-   (a new file, new parent directories) are kept lexically. A symlink loop is refused.
+   (a new file, new parent directories) are kept lexically. A symlink loop is refused,
+   and so is any result that is not a fixed point of resolution (resolving it again
+   would change it: Python stops resolving after a loop and keeps the rest lexically).
 5. The result must be the workspace or lie below it, compared with
    :meth:`Path.is_relative_to` on the two resolved paths — never a string prefix, so
    ``/ws-evil`` is not inside ``/ws``.
@@ -70,6 +72,15 @@ def resolve_in_workspace(workspace: Path, user_path: str, *, must_exist: bool = 
         raise _refuse(user_path, "it goes through a symlink loop") from None
     except OSError as exc:
         raise _refuse(user_path, f"it cannot be resolved ({exc.strerror or exc})") from None
+    # Python's non-strict resolve gives up quietly inside a symlink loop and keeps the
+    # rest of the path lexically, so ``loop/../link`` would come back with ``link``
+    # unresolved. A true resolution is a fixed point: resolving it again changes nothing.
+    try:
+        again = resolved.resolve(strict=False)
+    except (RuntimeError, OSError):
+        again = None
+    if again != resolved:
+        raise _refuse(user_path, "it goes through a symlink loop")
     if not resolved.is_relative_to(root):
         raise _refuse(
             user_path,

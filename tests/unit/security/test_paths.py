@@ -158,3 +158,15 @@ def test_any_generated_path_stays_inside_or_is_refused(user_path):
         assert resolved.is_relative_to(real_root)
         # What the kernel would open must be inside too (resolving again changes nothing).
         assert Path(os.path.realpath(resolved)).is_relative_to(real_root)
+
+
+def test_it_refuses_a_link_reached_by_climbing_out_of_a_symlink_loop(tmp_path):
+    # Found by the property test: Python's resolve() stops at the loop and would leave
+    # ``out`` (a link to a sibling directory) unresolved.
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "ws-evil").mkdir()
+    (workspace / "out").symlink_to(tmp_path / "ws-evil")
+    (workspace / "loop-a").symlink_to(workspace / "loop-a")
+    with pytest.raises(PathOutsideWorkspace, match="symlink loop"):
+        resolve_in_workspace(workspace, "loop-a/../out")
