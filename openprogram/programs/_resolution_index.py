@@ -1,7 +1,7 @@
 """What resolution needs from the registry, computed once per registry version.
 
 Names as frozensets (all, exposed, deferred), registration order, the tools
-with layer-4 gates, and the explain-trace rows built so far. Tools whose owner set ``unavailable_reason`` are rescanned
+with layer-4 gates, and the explain traces built so far. Tools whose owner set ``unavailable_reason`` are rescanned
 only when some tool's reason changes (``availability_epoch``).
 """
 
@@ -14,7 +14,7 @@ from operator import attrgetter
 
 from openprogram.agent.types import AgentTool, availability_epoch
 from openprogram.programs import registry
-from openprogram.programs._decisions import DecisionRows
+from openprogram.programs._decisions import TraceCache
 
 __all__ = ["RegistryIndex", "registry_index"]
 
@@ -28,12 +28,11 @@ class RegistryIndex:
     order: tuple[str, ...]
     tools: tuple[AgentTool, ...]
     names: frozenset[str]
-    by_name: dict[str, AgentTool]
     exposed: frozenset[str]
     deferred: frozenset[str]
     gated: tuple[AgentTool, ...]
-    decision_rows: DecisionRows
-    """Explain-trace rows shared by every resolution of this version."""
+    traces: TraceCache
+    """Explain traces of this version, shared by resolutions with the same outcome."""
     _flagged: list[tuple[int, tuple[AgentTool, ...]]] = field(default_factory=list)
 
     def flagged(self) -> tuple[AgentTool, ...]:
@@ -51,7 +50,6 @@ class RegistryIndex:
     def build(cls, version: int, tools: list[AgentTool]) -> RegistryIndex:
         pairs = tuple((tool.name, tool) for tool in tools)
         names = frozenset(name for name, _ in pairs)
-        by_name = dict(pairs)
         exposed = frozenset(name for name, tool in pairs if tool.expose)
         return cls(
             version=version,
@@ -59,14 +57,13 @@ class RegistryIndex:
             order=tuple(name for name, _ in pairs),
             tools=tuple(tools),
             names=names,
-            by_name=by_name,
             # The same object when nothing is hidden lets Walk.keep skip a whole pass.
             exposed=names if exposed == names else exposed,
             deferred=frozenset(name for name, tool in pairs if tool.defer),
             gated=tuple(
                 tool for tool in tools if tool.requires_env or tool.check_fn or tool.can_use
             ),
-            decision_rows=DecisionRows(by_name),
+            traces=TraceCache(tools),
         )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "TOOL_SEARCH_NAME",
     "ToolSearch",
     "_loaded_deferred",
+    "deferred_catalog_names",
     "deferred_catalog_text",
     "install_loaded_deferred",
     "loaded_deferred",
@@ -58,6 +59,7 @@ _MORE_LINE_RESERVE = 64
 """Room kept for the closing "+N more" line, so the block stays within the hard cap."""
 _PREFIX_SEPARATOR = "__"
 """Only namespace prefixes (``mcp__<server>__``) are factored out, never part of a word."""
+_BRACKETS = str.maketrans("[]", "()")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
 
@@ -84,9 +86,9 @@ def _one_line(text: str, cap: int) -> str:
 
 
 def _group_label(tool: AgentTool) -> str:
-    if tool.server:
-        return f"{tool.source}: {_one_line(tool.server, _LABEL_CAP)}"
-    return tool.source
+    label = f"{tool.source}: {tool.server}" if tool.server else tool.source
+    # A bracket in an (untrusted) server name must not end the group label early.
+    return _one_line(label, _LABEL_CAP).translate(_BRACKETS)
 
 
 def _grouped(tools: Sequence[AgentTool]) -> dict[str, list[AgentTool]]:
@@ -190,6 +192,29 @@ def deferred_catalog_text(tools: Sequence[AgentTool], *, budget_chars: int = 600
     if full is not None:
         return full
     return _compact_catalog(groups, budget_chars * HARD_CAP_FACTOR)
+
+
+def _listed_names(body: str) -> list[str]:
+    prefix, brace, rest = body.partition("{")
+    if brace and rest.endswith("}"):
+        return [prefix + short for short in rest[:-1].split(", ")]
+    return body.split(", ")
+
+
+def deferred_catalog_names(text: str) -> list[str]:
+    """The exact callable names a :func:`deferred_catalog_text` block lists, in order.
+
+    Reads both forms (``- name: summary`` lines, and names-only group lines with
+    their ``prefix{a, b}`` shorthand expanded), so code that acts on the catalog
+    (the offline model, tests) never has to know the layout.
+    """
+    names: list[str] = []
+    for line in text.splitlines()[1:]:
+        if line.startswith("- "):
+            names.append(line[2:].partition(": ")[0])
+        elif line.startswith("[") and "] " in line:
+            names.extend(_listed_names(line.partition("] ")[2]))
+    return names
 
 
 if registry.get(TOOL_SEARCH_NAME) is None:

@@ -17,13 +17,13 @@ what the previous one kept:
 ``tool_search`` is infrastructure, not a capability: it is offered exactly when
 some offered tool is deferred, unless expose=False, ``disabled`` or ``deny``
 vetoes it. Resolution cost is a handful of set operations per call; per-tool
-work happens once per registry version (``RegistryIndex``) or lazily when the
-explain trace is read.
+work happens once per registry version (``RegistryIndex``) or, for the explain
+trace, once per outcome when first read (``_decisions.TraceCache``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,7 +34,7 @@ from typing import Any
 from openprogram.agent.types import AgentTool
 from openprogram.programs import registry
 from openprogram.programs._availability import unavailable_reason
-from openprogram.programs._decisions import ToolDecision
+from openprogram.programs._decisions import Outcome, ToolDecision, Trace
 from openprogram.programs._deferred_state import loaded_deferred
 from openprogram.programs._resolution_index import RegistryIndex, registry_index
 from openprogram.programs._selection import (
@@ -61,7 +61,6 @@ __all__ = [
 ASK_USER_TOOL = "ask_user_question"
 _SELECTION_LAYERS: frozenset[Layer] = frozenset({"L2b", "L3", "L4"})
 _NAME = attrgetter("name")
-_AS_DICT = attrgetter("_as_dict")
 _NO_DEFERRED_STAGE = Stage(
     "L6", "drop", frozenset({TOOL_SEARCH_NAME}), "no deferred tools are offered"
 )
@@ -92,42 +91,25 @@ class Resolution:
         return [tool.name for tool in self.tools if tool.defer]
 
     @cached_property
-    def decisions(self) -> list[ToolDecision]:
-        """Every registered tool (expose=False ones too) with the first layer that rejected it."""
+    def _trace(self) -> Trace:
         index = self._index or registry_index()
-        shared = index.decision_rows
-        extra = {tool.name: tool for tool in self._extra}
-        registered = index.names | extra.keys() if extra else index.names
+        extra = frozenset(tool.name for tool in self._extra)
+        registered = index.names | extra if extra else index.names
         offered = (
             self._offered
             if self._offered is not None
             else registered.intersection(map(_NAME, self.tools))
         )
-        outcomes: list[
-            tuple[Layer | None, str | Callable[[str], str], set[str] | frozenset[str]]
-        ] = [(None, "", offered)]
-        outcomes += [
-            (stage.layer, stage.reason, hits)
-            for stage, hits in self._rejections(registered - offered)
+        rejections: list[Outcome] = [
+            (stage.layer, stage.reason, frozenset(names))
+            for stage, names in self._rejections(registered - offered)
         ]
-        rows: dict[str, ToolDecision] = {}
-        for layer, reason, hits in outcomes:
-            if callable(reason):
-                # Per-tool reasons come from layer 4 gates, a few tools: their rows are fresh.
-                for name in hits:
-                    rows[name] = shared.fresh(index.by_name[name], layer, reason(name))
-                continue
-            unindexed = hits & extra.keys()
-            for name in unindexed:
-                rows[name] = shared.fresh(extra[name], layer, reason)
-            rest = hits - unindexed if unindexed else hits
-            by_name = shared.rows(layer, reason, rest)
-            rows.update(zip(rest, map(by_name.__getitem__, rest), strict=True))
-        for name in self._loaded & index.deferred:
-            row = rows.get(name)
-            if row is not None:
-                rows[name] = shared.fresh(index.by_name[name], row.layer, row.reason, loaded=True)
-        return list(map(rows.__getitem__, (*index.order, *extra)))
+        return index.traces.trace(rejections, self._loaded & index.deferred, self._extra)
+
+    @cached_property
+    def decisions(self) -> list[ToolDecision]:
+        """Every registered tool (expose=False ones too) with the first layer that rejected it."""
+        return list(self._trace.rows)
 
     def _rejections(self, rejected: set[str]) -> list[tuple[Stage, set[str]]]:
         """Each stage with the names it rejected first, found with one set operation per stage."""
@@ -162,7 +144,7 @@ class Resolution:
 
     def explain(self) -> list[dict[str, Any]]:
         """One JSON-ready dict per registered tool; fresh copies the caller may change."""
-        return list(map(dict, map(_AS_DICT, self.decisions)))
+        return list(map(dict, self._trace.dicts))
 
 
 def _unavailable(

@@ -7,6 +7,7 @@ from openprogram.programs.deferred import (
     CATALOG_HEADER,
     COMPACT_NOTE,
     HARD_CAP_FACTOR,
+    deferred_catalog_names,
     deferred_catalog_text,
 )
 from openprogram.programs.tokens import count_tokens
@@ -55,19 +56,6 @@ def test_an_untrusted_description_cannot_add_lines_to_the_prompt(add_tool):
     assert len(lines[2]) <= len("- mcp__evil__ls: ") + 120 and lines[2].endswith("…")
 
 
-def _expand(text: str) -> list[str]:
-    """The callable names a names-only catalog spells out, with its brace prefixes undone."""
-    names: list[str] = []
-    for line in text.splitlines()[2:]:
-        body = line.split("] ", 1)[1] if line.startswith("[") else ""
-        prefix, brace, rest = body.partition("{")
-        if brace:
-            names += [prefix + short for short in rest.rstrip("}").split(", ")]
-        elif body:
-            names += body.split(", ")
-    return names
-
-
 def test_past_the_budget_it_lists_every_name_grouped_with_the_server_prefix_written_once(
     add_tool,
 ):
@@ -83,7 +71,7 @@ def test_past_the_budget_it_lists_every_name_grouped_with_the_server_prefix_writ
     assert "A long description" not in text
     assert lines[2].startswith("[mcp: gh] mcp__gh__{tool_0, tool_1, tool_2, ")
     assert lines[3] == "[mcp: db] mcp__db__query"
-    assert _expand(text) == [tool.name for tool in tools]
+    assert deferred_catalog_names(text) == [tool.name for tool in tools]
     assert "more: use tool_search" not in text
 
 
@@ -103,7 +91,7 @@ def test_names_only_form_of_500_mcp_tools_names_all_of_them_in_a_fraction_of_the
     ]
     text = deferred_catalog_text(tools)
     assert len(text) <= 6_000 * HARD_CAP_FACTOR
-    assert sorted(_expand(text)) == sorted(tool.name for tool in tools)
+    assert sorted(deferred_catalog_names(text)) == sorted(tool.name for tool in tools)
     unbudgeted = deferred_catalog_text(tools, budget_chars=10**9)
     assert count_tokens(text) * 3 < count_tokens(unbudgeted)
 
@@ -125,7 +113,7 @@ def test_only_past_the_hard_cap_it_stops_and_says_how_many_more_exist(add_tool):
     ]
     text = deferred_catalog_text(tools, budget_chars=300)
     assert len(text) <= 300 * HARD_CAP_FACTOR
-    listed = _expand(text[: text.rindex("\n")])
+    listed = deferred_catalog_names(text)
     assert 0 < len(listed) < 300
     assert listed == [tool.name for tool in tools[: len(listed)]]
     assert text.splitlines()[-1] == (
@@ -150,7 +138,31 @@ def test_a_huge_catalog_flattens_only_the_names_it_can_show(add_tool, monkeypatc
         deferred, "_one_line", lambda text, cap: flattened.append(text) or original(text, cap)
     )
     text = deferred_catalog_text(tools)
-    shown = len(_expand(text[: text.rindex("\n")]))
+    shown = len(deferred_catalog_names(text))
     assert text.splitlines()[-1].startswith(f"+{10_000 - shown} more")
     # Flattening is the per-tool cost; it must follow what fits, not the registry size.
     assert len(flattened) < len(tools) // 4
+
+
+def test_the_names_read_back_from_either_form_are_the_exact_callable_names(add_tool):
+    tools = [
+        add_tool("mcp__gh__issue", "Create an issue. " * 9, defer=True, source="mcp", server="gh"),
+        add_tool("mcp__gh__pr", "Open a pull request.", defer=True, source="mcp", server="gh"),
+        add_tool("cron", "Schedule a job.", defer=True, source="plugin"),
+        add_tool("read"),
+    ]
+    deferred_names = ["mcp__gh__issue", "mcp__gh__pr", "cron"]
+    assert deferred_catalog_names(deferred_catalog_text(tools)) == deferred_names
+    compact = deferred_catalog_text(tools, budget_chars=200)
+    assert COMPACT_NOTE in compact
+    assert deferred_catalog_names(compact) == deferred_names
+
+
+def test_a_bracket_in_a_server_name_cannot_end_the_group_label_early(add_tool):
+    tools = [
+        add_tool(f"mcp__x__t{i}", "Does x. " * 20, defer=True, source="mcp", server="x] y, z")
+        for i in range(3)
+    ]
+    text = deferred_catalog_text(tools, budget_chars=200)
+    assert text.splitlines()[2] == "[mcp: x) y, z] mcp__x__{t0, t1, t2}"
+    assert deferred_catalog_names(text) == ["mcp__x__t0", "mcp__x__t1", "mcp__x__t2"]

@@ -105,3 +105,23 @@ def test_the_trace_is_computed_from_the_same_call_not_a_second_policy(add_tool):
     resolution = resolve_tools(toolset=["read", "write"], deny=["write"])
     offered = [row.name for row in resolution.decisions if row.offered]
     assert offered == resolution.names == ["read"]
+
+
+def test_the_explain_dicts_match_the_decision_rows_for_every_layer(add_tool, monkeypatch):
+    monkeypatch.delenv("OPENPROGRAM_TEST_KEY", raising=False)
+    add_tool("read")
+    add_tool("helper", expose=False)
+    add_tool("write", unsafe_in=frozenset({"plan"}))
+    add_tool("paid", requires_env=("OPENPROGRAM_TEST_KEY",))
+    add_tool("mcp__gh__issue", defer=True, source="mcp", server="gh")
+    resolution = resolve_tools(source="plan", only_available=True, deny=["read"])
+    explained = resolution.explain()
+    assert explained == [row.to_dict() for row in resolution.decisions]
+    assert [row["summary"] for row in explained] == [
+        "offered",
+        "L5: in the deny list",
+        "L2: not exposed (expose=False)",
+        "L3: unsafe_in plan",
+        "L4: requires_env OPENPROGRAM_TEST_KEY is not set",
+        "offered (deferred)",
+    ]

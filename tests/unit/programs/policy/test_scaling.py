@@ -13,6 +13,7 @@ import pytest
 
 from openprogram.programs import _decisions, policy, registry
 from openprogram.programs._resolution_index import RegistryIndex, registry_index
+from openprogram.programs.deferred import install_loaded_deferred, reset_loaded_deferred
 from openprogram.programs.policy import resolve_tools
 
 from .conftest import EchoTool
@@ -79,26 +80,56 @@ def test_layer_four_asks_only_the_gated_tools_not_every_registered_one(monkeypat
     assert len(resolution.tools) == len(names) - len(gated) + 1  # tool_search joins
 
 
-def test_the_explain_trace_builds_each_row_once_per_registry_version(monkeypatch):
+def test_a_repeated_resolution_reuses_its_trace_instead_of_rebuilding_rows(monkeypatch):
     names = _register(10_000)
-    built = _counting(monkeypatch, _decisions, "_row")
+    built = _counting(monkeypatch, _decisions.TraceCache, "_build")
     first = resolve_tools(**_arguments(names)).explain()
-    assert len(built) == len(names) + 1  # every tool, and tool_search standing in
+    assert len(built) == 1 and len(first) == len(names) + 1  # tool_search stands in
     again = resolve_tools(**_arguments(names))
     assert again.explain() == first
-    # tool_search is not in this reset registry, so only its row is built again.
-    assert len(built) == len(names) + 2
+    assert again.decisions == [tuple(row.values())[:-1] for row in first]
+    assert len(built) == 1
     registry.register(EchoTool(name="late", description="Registered later."))
     rebuilt = resolve_tools(**_arguments(names)).decisions
-    assert len(built) == 2 * len(names) + 4
-    assert rebuilt[-1].name == "tool_search" and rebuilt[-2].name == "late"
+    assert len(built) == 2
+    assert [row.name for row in rebuilt[-2:]] == ["late", "tool_search"]
 
 
-def test_resolutions_of_one_version_share_their_unchanged_rows():
+def test_a_different_outcome_gets_its_own_trace_built_from_the_unchanged_rows():
     names = _register(100)
-    first = resolve_tools(deny=names[:10]).decisions
-    second = resolve_tools(deny=names[:10]).decisions
-    assert all(a is b for a, b in zip(first[:-1], second[:-1], strict=True))
-    other = resolve_tools(deny=names[:5]).decisions
-    assert [row.offered for row in other[:10]] == [False] * 5 + [True] * 5
-    assert other[20] is first[20]
+    denied_ten = resolve_tools(deny=names[:10])
+    same = resolve_tools(deny=names[:10])
+    assert all(a is b for a, b in zip(denied_ten.decisions, same.decisions, strict=True))
+    denied_five = resolve_tools(deny=names[:5]).decisions
+    assert [row.offered for row in denied_five[:10]] == [False] * 5 + [True] * 5
+    assert [row.offered for row in denied_ten.decisions[:10]] == [False] * 10
+    # Rows whose verdict did not change are shared, not rebuilt.
+    assert denied_five[20] is denied_ten.decisions[20]
+    assert denied_five[0] is denied_ten.decisions[0]
+
+
+def test_a_changed_layer_four_verdict_is_not_served_from_an_old_trace(monkeypatch):
+    names = _register(20, mcp__s1__tool_1={"requires_env": ("OPENPROGRAM_SCALE_KEY",)})
+    monkeypatch.delenv("OPENPROGRAM_SCALE_KEY", raising=False)
+    hidden = resolve_tools(only_available=True).decision(names[1])
+    monkeypatch.setenv("OPENPROGRAM_SCALE_KEY", "set")
+    shown = resolve_tools(only_available=True).decision(names[1])
+    assert (hidden.layer, shown.offered) == ("L4", True)
+
+
+def test_an_explain_row_changed_by_its_caller_does_not_leak_into_the_next_trace():
+    names = _register(10)
+    first = resolve_tools(deny=names[:1]).explain()
+    first[0]["reason"] = "tampered"
+    first[0].clear()
+    assert resolve_tools(deny=names[:1]).explain()[0]["reason"] == "in the deny list"
+
+
+def test_loading_a_deferred_tool_is_not_served_from_the_trace_before_it():
+    names = _register(10)
+    assert resolve_tools().decision(names[0]).loaded is False
+    token = install_loaded_deferred(loaded=[names[0]])
+    try:
+        assert resolve_tools().decision(names[0]).loaded is True
+    finally:
+        reset_loaded_deferred(token)
