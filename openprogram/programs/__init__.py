@@ -16,6 +16,7 @@ from openprogram.programs._availability import CHECK_FN_TTL_SECONDS, clear_avail
 from openprogram.programs.decorator import function
 from openprogram.programs.deferred import (
     _loaded_deferred,
+    deferred_catalog_names,
     deferred_catalog_text,
     install_loaded_deferred,
     loaded_deferred,
@@ -59,6 +60,7 @@ __all__ = [
     "apply_tool_policy",
     "clear_availability_cache",
     "count_tokens",
+    "deferred_catalog_names",
     "deferred_catalog_text",
     "expand_toolset",
     "filter_for",

@@ -19,15 +19,15 @@ __all__ = [
     "RegistrySnapshot",
     "all_tools",
     "filter_for",
-    "toolset_members",
-    "unsafe_in_channel",
     "get",
     "register",
     "registry_version",
     "reset_registry",
     "restore_registry",
     "snapshot_registry",
+    "toolset_members",
     "unregister",
+    "unsafe_in_channel",
 ]
 
 

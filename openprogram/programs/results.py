@@ -4,13 +4,20 @@ Three of the spec's runtime knobs live here:
 
 * the head+tail result cap (``max_result_chars``, ``head_ratio``) with a marker
   saying how much was dropped, and ``persist_full`` writing the whole text to
-  the results directory so nothing is lost;
+  the current user's results directory so nothing is lost;
 * the dynamic ceiling: ``min(per-tool max, 0.3 * context window)`` read from
   :data:`_current_context_window_chars`, which the dispatcher installs per turn
   with :func:`set_context_window_chars`, so small-context models shrink results
   automatically;
 * :class:`TailAccumulator`, the bounded buffer streamed ``on_update`` text goes
   through, so a tool that streams forever cannot grow memory without bound.
+
+Persisted results are private to their user: each user has a directory
+``<results_dir>/<user id>/`` (:func:`results_dir_for_user`), and the ``read``
+tool only opens files in the directory of the user whose turn is running.
+Outside a turn, or in a turn without a user, results go to
+``<results_dir>/_local/``: the leading ``_`` can never start a user id
+(user ids must start with a letter or digit), so no user can share it.
 """
 
 from __future__ import annotations
@@ -28,16 +35,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from openprogram.agent.context import get_turn
 from openprogram.agent.types import AgentTool, AgentToolResult
 from openprogram.config import get_config
 
 __all__ = [
     "CONTEXT_SHARE",
+    "LOCAL_RESULTS_DIRNAME",
     "CappedText",
     "TailAccumulator",
     "ToolReturn",
     "cap_result_text",
+    "current_results_dir",
     "reset_context_window_chars",
+    "results_dir_for_user",
     "set_context_window_chars",
 ]
 
@@ -48,6 +59,9 @@ _current_context_window_chars: ContextVar[int | None] = ContextVar(
     "openprogram_context_window_chars", default=None
 )
 _SAFE_FILE_PART = re.compile(r"[^A-Za-z0-9_.-]+")
+_USER_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
+LOCAL_RESULTS_DIRNAME = "_local"
+"""Results persisted outside a turn (or by a turn without a user): no user id can be this."""
 
 
 @dataclass
@@ -92,9 +106,31 @@ def _effective_max_chars(tool: AgentTool) -> int:
     return max(1, min(tool.max_result_chars, int(CONTEXT_SHARE * window)))
 
 
+def results_dir_for_user(user_id: str | int | None) -> Path:
+    """Where ``user_id``'s full results are persisted (not created here).
+
+    ``None`` means no user (a script, the CLI, a turn without a user):
+    :data:`LOCAL_RESULTS_DIRNAME`. A user id becomes one path component and must
+    look like one, so it can never climb out of the results directory.
+    """
+    root = get_config().results_dir
+    if user_id is None:
+        return root / LOCAL_RESULTS_DIRNAME
+    component = str(user_id)
+    if not _USER_COMPONENT.match(component):
+        raise ValueError(f"user id {component!r} cannot name a results directory")
+    return root / component
+
+
+def current_results_dir() -> Path:
+    """The results directory of the user whose turn is running (see the module docstring)."""
+    turn = get_turn()
+    return results_dir_for_user(turn.user_id if turn is not None else None)
+
+
 def _persist_full_result(text: str, *, tool_name: str, call_id: str) -> Path:
-    """Write ``text`` to a new owner-only file under the results directory."""
-    directory = get_config().results_dir
+    """Write ``text`` to a new owner-only file in the current user's results directory."""
+    directory = current_results_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     stem = f"{_SAFE_FILE_PART.sub('_', tool_name)[:64]}-{_SAFE_FILE_PART.sub('_', call_id)[:64]}"
     path = directory / f"{stem}-{uuid.uuid4().hex[:8]}.txt"

@@ -94,28 +94,11 @@ def parse_command(line: str, schema: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _deferred_names(system_prompt: str) -> list[str]:
-    """Names in the system prompt's deferred catalog block.
+    """Names in the system prompt's deferred catalog block (either of its two forms)."""
+    from openprogram.programs.deferred import CATALOG_HEADER, deferred_catalog_names
 
-    The block (``deferred_catalog_text``) starts with a line mentioning deferred
-    tools, then has ``[group]`` lines and ``- name: summary`` lines, or in its
-    compact form ``[group] a, b, c`` lines.
-    """
-    names: list[str] = []
-    in_catalog = False
-    for raw in system_prompt.splitlines():
-        line = raw.strip()
-        if not in_catalog:
-            in_catalog = "deferred" in line.lower()
-            continue
-        if line.startswith("["):
-            listed = line.partition("]")[2]
-            names.extend(n.strip() for n in listed.split(",") if _NAME.fullmatch(n.strip()))
-            continue
-        match = _CATALOG_ENTRY.match(line)
-        if not line or match is None:
-            break
-        names.append(match.group(1))
-    return names
+    start = system_prompt.find(CATALOG_HEADER)
+    return [] if start < 0 else deferred_catalog_names(system_prompt[start:])
 
 
 def _call(name: str, arguments: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pydantic import Field
 from openprogram.config import get_config
 from openprogram.programs.builtin._fs import display, is_binary, workspace_path, workspace_root
 from openprogram.programs.decorator import function
-from openprogram.programs.results import ToolReturn
+from openprogram.programs.results import ToolReturn, current_results_dir
 from openprogram.security.paths import PathOutsideWorkspace, resolve_in_workspace
 
 __all__ = ["read"]
@@ -21,16 +21,34 @@ PAGE_CHARS = 40_000
 
 
 def _persisted_result(user_path: str) -> Path | None:
-    """A full tool result saved by the runtime; readable (never writable) from any turn."""
+    """A full tool result the runtime saved for the current user, or None.
+
+    1. Only an absolute path can name a saved result; anything else is a workspace path.
+    2. A path that does not resolve inside the results directory is a workspace path
+       too (None), left to the workspace confinement.
+    3. Inside the results directory it must resolve inside the current user's own
+       directory (``results_dir_for_user``), else it is refused: one user's turn never
+       reads another user's results, whatever path it learned.
+    4. It must exist (``FileNotFoundError`` otherwise). It is only ever read.
+    """
     if not Path(user_path).is_absolute():
         return None
     results_dir = get_config().results_dir
     if not results_dir.is_dir():
         return None
     try:
-        return resolve_in_workspace(results_dir, user_path, must_exist=True)
-    except (PathOutsideWorkspace, FileNotFoundError):
+        resolved = resolve_in_workspace(results_dir, user_path)
+    except PathOutsideWorkspace:
         return None
+    own = current_results_dir()
+    if not resolved.is_relative_to(own.resolve()):
+        raise PathOutsideWorkspace(
+            f"path {user_path!r} is refused: it is not one of this user's saved results; "
+            "a turn can read only the full results saved for its own user"
+        )
+    if not own.is_dir():
+        raise FileNotFoundError(f"no saved result at {user_path!r}")
+    return resolve_in_workspace(own, user_path, must_exist=True)
 
 
 def _numbered_page(path: Path, offset: int, limit: int) -> tuple[list[str], int, bool]:

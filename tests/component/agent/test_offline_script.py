@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from openprogram.agent.types import AgentTool
+from openprogram.programs.deferred import CATALOG_HEADER, deferred_catalog_text
 from openprogram.providers.offline_script import offline_reply, parse_command
 
 _BASH_SCHEMA = {
@@ -37,12 +39,22 @@ def test_it_passes_malformed_json_through_verbatim():
     assert parse_command('/add {"a": ', {}) == ("add", '{"a":')
 
 
-def test_it_reads_full_and_compact_deferred_catalogs():
-    full = "Be kind.\n\nDeferred tools available via tool_search:\n[mcp: time]\n- get_time: Now.\n- convert: Zones."
-    compact = (
-        "Deferred tools available via tool_search (names only):\n[mcp: a] x, y\n... and 2 more"
+def _deferred(name: str, server: str) -> AgentTool:
+    return AgentTool(
+        name=name, description="Does things. " * 20, source="mcp", server=server, defer=True
     )
-    for system, expected in ((full, "get_time, convert"), (compact, "x, y")):
+
+
+def test_it_reads_full_and_compact_deferred_catalogs():
+    small = [_deferred("mcp__time__get_time", "time"), _deferred("mcp__time__convert", "time")]
+    many = [_deferred(f"mcp__a__tool_{i}", "a") for i in range(300)]
+    full = "Be kind.\n\n" + deferred_catalog_text(small)
+    compact = "Be kind about deferred things.\n\n" + deferred_catalog_text(many)
+    assert "Names only" in compact
+    for system, expected in (
+        (full, "mcp__time__get_time, mcp__time__convert"),
+        (compact, ", ".join(tool.name for tool in many)),
+    ):
         reply = offline_reply(
             [{"role": "system", "content": system}, {"role": "user", "content": "hi"}], [_SEARCH]
         )
@@ -50,7 +62,7 @@ def test_it_reads_full_and_compact_deferred_catalogs():
 
 
 def test_a_deferred_command_asks_tool_search_and_then_calls_the_tool():
-    system = {"role": "system", "content": "Deferred tools available via tool_search:\n- cron: x"}
+    system = {"role": "system", "content": CATALOG_HEADER + "\n- cron: x"}
     user = {"role": "user", "content": "/cron when=daily"}
     first = offline_reply([system, user], [_SEARCH])
     assert [(c["name"], c["arguments"]) for c in first.tool_calls] == [
@@ -75,7 +87,7 @@ def test_a_deferred_command_asks_tool_search_and_then_calls_the_tool():
 
 
 def test_a_deferred_tool_tool_search_could_not_load_is_reported_not_offered():
-    system = {"role": "system", "content": "Deferred tools available via tool_search:\n- cron: x"}
+    system = {"role": "system", "content": CATALOG_HEADER + "\n- cron: x"}
     user = {"role": "user", "content": "/cron"}
     search_call = {
         "id": "s1",

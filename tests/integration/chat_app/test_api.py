@@ -153,7 +153,9 @@ def test_later_prompts_carry_text_but_never_tool_results(alice_client, conversat
     ]
 
 
-def test_a_run_left_running_by_a_stopped_server_is_closed_by_the_next_turn(alice_client, conversation):
+def test_a_run_left_running_by_a_stopped_server_is_closed_by_the_next_turn(
+    alice_client, conversation
+):
     Run.objects.create(conversation=conversation, model="offline", status="running")
     response = alice_client.post(
         f"/api/conversations/{conversation.pk}/turns",

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from pathlib import Path
 
+from openprogram.agent.context import TurnContext, current_turn
 from openprogram.config import get_config
 from openprogram.programs.builtin.read import read
 from openprogram.programs.results import (
+    LOCAL_RESULTS_DIRNAME,
     cap_result_text,
     reset_context_window_chars,
+    results_dir_for_user,
     set_context_window_chars,
 )
+
+_SECRET = "".join(f"alice secret row {n}\n" for n in range(5_000))
+
+
+def _persist_for(user_id: str | None) -> str:
+    """Persist a long result the way a tool call in ``user_id``'s turn would."""
+    token = current_turn.set(TurnContext(user_id=user_id) if user_id is not None else None)
+    try:
+        capped = cap_result_text(_SECRET, tool=read._agent_tool, call_id="earlier")
+    finally:
+        current_turn.reset(token)
+    assert capped.full_result_path is not None and capped.full_result_path in capped.text
+    return capped.full_result_path
 
 
 async def test_it_numbers_lines_like_cat_n(turn, workspace, call):
@@ -71,7 +89,9 @@ async def test_paging_a_persisted_result_never_persists_it_again(turn, call):
     huge = "".join(f"row {n} " + "y" * 80 + "\n" for n in range(3000))
     capped = cap_result_text(huge, tool=source, call_id="earlier")
     assert capped.full_result_path is not None
-    before = set(get_config().results_dir.iterdir())
+    own = results_dir_for_user("alice")
+    assert Path(capped.full_result_path).parent == own
+    before = set(own.iterdir())
 
     page = await call(read, {"path": capped.full_result_path, "offset": 2000, "limit": 5})
     assert not page.is_error and page.content.startswith("  2000\trow 1999 ")
@@ -82,7 +102,7 @@ async def test_paging_a_persisted_result_never_persists_it_again(turn, call):
     finally:
         reset_context_window_chars(token)
     assert result.truncated and result.full_result_path is None
-    assert set(get_config().results_dir.iterdir()) == before
+    assert set(own.iterdir()) == before
 
 
 async def test_a_capped_read_of_a_workspace_file_is_persisted(turn, workspace, call):
@@ -107,3 +127,66 @@ async def test_a_fifo_is_refused_instead_of_blocking_forever(turn, workspace, ca
     os.mkfifo(workspace / "pipe")
     result = await call(read, {"path": "pipe"})
     assert result.is_error and "not a regular file" in result.content
+
+
+async def test_alices_turn_reads_her_own_persisted_result(turn, call):
+    path = _persist_for("alice")
+    result = await call(read, {"path": path, "limit": 3})
+    assert not result.is_error
+    assert result.content.startswith("     1\talice secret row 0\n     2\talice secret row 1")
+
+
+async def test_bobs_turn_cannot_read_alices_persisted_result(turn, call):
+    path = _persist_for("alice")
+    bobs_turn = current_turn.set(dataclasses.replace(turn, user_id="bob"))
+    try:
+        result = await call(read, {"path": path})
+    finally:
+        current_turn.reset(bobs_turn)
+    assert result.is_error
+    assert "not one of this user's saved results" in result.content and repr(path) in result.content
+    assert "alice secret" not in result.content
+
+
+async def test_bob_cannot_reach_alices_result_through_his_own_directory(turn, call):
+    path = Path(_persist_for("alice"))
+    results_dir_for_user("bob").mkdir(parents=True)
+    sneaky = results_dir_for_user("bob") / ".." / "alice" / path.name
+    bobs_turn = current_turn.set(dataclasses.replace(turn, user_id="bob"))
+    try:
+        result = await call(read, {"path": str(sneaky)})
+    finally:
+        current_turn.reset(bobs_turn)
+    assert result.is_error and "not one of this user's saved results" in result.content
+    assert "alice secret" not in result.content
+
+
+async def test_a_symlink_in_bobs_directory_to_alices_result_is_refused(turn, call):
+    path = Path(_persist_for("alice"))
+    bobs = results_dir_for_user("bob")
+    bobs.mkdir(parents=True)
+    (bobs / "link.txt").symlink_to(path)
+    bobs_turn = current_turn.set(dataclasses.replace(turn, user_id="bob"))
+    try:
+        result = await call(read, {"path": str(bobs / "link.txt")})
+    finally:
+        current_turn.reset(bobs_turn)
+    assert result.is_error and "alice secret" not in result.content
+
+
+async def test_a_users_missing_result_is_reported_as_not_found(turn, call):
+    _persist_for("alice")
+    missing = results_dir_for_user("alice") / "gone.txt"
+    result = await call(read, {"path": str(missing)})
+    assert result.is_error and "FileNotFoundError" in result.content
+    assert repr(str(missing)) in result.content
+
+
+async def test_outside_a_turn_only_results_saved_outside_a_turn_are_readable(call):
+    local = _persist_for(None)
+    assert Path(local).parent == get_config().results_dir / LOCAL_RESULTS_DIRNAME
+    page = await call(read, {"path": local, "limit": 1})
+    assert not page.is_error and page.content.startswith("     1\talice secret row 0\n[")
+    alices = _persist_for("alice")
+    refused = await call(read, {"path": alices})
+    assert refused.is_error and "not one of this user's saved results" in refused.content

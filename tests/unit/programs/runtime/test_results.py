@@ -10,13 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprogram.agent.context import TurnContext, current_turn
 from openprogram.agent.types import AgentTool
 from openprogram.config import get_config
 from openprogram.programs.results import (
+    LOCAL_RESULTS_DIRNAME,
     TailAccumulator,
     _effective_max_chars,
     cap_result_text,
     reset_context_window_chars,
+    results_dir_for_user,
     set_context_window_chars,
 )
 
@@ -58,11 +61,35 @@ def test_persist_full_writes_the_whole_text_owner_only_and_names_it_in_the_marke
     text = "".join(f"line {i}\n" for i in range(5_000))
     capped = cap_result_text(text, tool=_tool(max_result_chars=2_000), call_id="call/../7")
     path = Path(capped.full_result_path)
-    assert path.parent == get_config().results_dir
+    assert path.parent == get_config().results_dir / LOCAL_RESULTS_DIRNAME
     assert "big_tool" in path.name and "7" in path.name and "/" not in path.name[:-4]
     assert path.read_text() == text
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert str(path) in capped.text
+
+
+def test_a_turns_full_result_is_persisted_in_its_users_own_directory():
+    token = current_turn.set(TurnContext(user_id=42))
+    try:
+        capped = cap_result_text("x" * 5_000, tool=_tool(max_result_chars=500), call_id="c")
+    finally:
+        current_turn.reset(token)
+    path = Path(capped.full_result_path)
+    assert path.parent == get_config().results_dir / "42" == results_dir_for_user(42)
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    assert str(path) in capped.text
+
+
+def test_outside_a_turn_results_go_to_a_directory_no_user_id_can_name():
+    assert results_dir_for_user(None).name == LOCAL_RESULTS_DIRNAME
+    with pytest.raises(ValueError, match="'_local'"):
+        results_dir_for_user(LOCAL_RESULTS_DIRNAME)
+
+
+@pytest.mark.parametrize("user_id", ["..", "a/b", "", "../alice", ".hidden", "x\x00"])
+def test_a_user_id_that_is_not_one_path_component_is_refused(user_id):
+    with pytest.raises(ValueError, match="cannot name a results directory"):
+        results_dir_for_user(user_id)
 
 
 def test_persist_false_skips_writing_even_when_capped():
