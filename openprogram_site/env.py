@@ -62,6 +62,19 @@ def env_int(
     return value
 
 
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} is below the minimum {minimum}")
+    return value
+
+
 def env_list(name: str, default: list[str] | None = None) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

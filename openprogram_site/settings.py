@@ -11,6 +11,7 @@ from openprogram_site.env import (
     env_allow_hosts,
     env_bool,
     env_database,
+    env_float,
     env_int,
     env_list,
     env_path,
@@ -176,6 +177,8 @@ OPENPROGRAM_PACKAGES = env_list("OPENPROGRAM_PACKAGES")
 # Shell access. bash always needs approval; beyond loopback it is off unless allowed.
 OPENPROGRAM_ALLOW_SHELL = env_bool("OPENPROGRAM_ALLOW_SHELL", not BINDS_BEYOND_LOOPBACK)
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
+# A running turn renews its run's lease; a run whose lease ran out lost its server.
+CHAT_RUN_LEASE_SECONDS = env_int("OPENPROGRAM_RUN_LEASE_SECONDS", 30, minimum=1, maximum=3600)
 SEARXNG_URL = env_str("SEARXNG_URL")
 # web_search's hosted backend (Brave Search API); SearXNG wins when both are set.
 SEARCH_API_KEY = env_str("BRAVE_API_KEY")
@@ -183,6 +186,12 @@ SEARCH_API_KEY = env_str("BRAVE_API_KEY")
 WEB_FETCH_ALLOW_HOSTS = env_allow_hosts("WEB_FETCH_ALLOW_HOSTS")
 WEB_FETCH_MAX_BYTES = env_int("WEB_FETCH_MAX_BYTES", 2_000_000, minimum=1_000, maximum=100_000_000)
 WEB_FETCH_TIMEOUT_SECONDS = env_int("WEB_FETCH_TIMEOUT", 20, minimum=1, maximum=300)
+
+# Read by the framework's provider layer from the environment at call time; parsed
+# here too so a malformed value stops start-up instead of failing a turn.
+PROVIDER_RETRIES = env_int("OPENPROGRAM_PROVIDER_RETRIES", 3, minimum=1, maximum=20)
+PROVIDER_RETRY_DELAY = env_float("OPENPROGRAM_PROVIDER_RETRY_DELAY", 0.5, minimum=0)
+PROVIDER_TIMEOUT = env_float("OPENPROGRAM_PROVIDER_TIMEOUT", 120.0, minimum=1)
 
 LOGGING = {
     "version": 1,

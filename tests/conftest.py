@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
-# Every test run gets its own data directory before Django settings load.
-_home = Path(tempfile.mkdtemp(prefix="openprogram-test-"))
-os.environ.setdefault("OPENPROGRAM_HOME", str(_home))
+# tests/settings.py has already chosen a private data directory (pytest-django
+# loads settings before any conftest); the framework's own config reads the same
+# variable, so both agree on it.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import pytest  # noqa: E402
+import pytest
 
 PASSWORD = "correct-horse-battery-staple"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the browser tests last: they are the slowest, and nothing else should run
+    while their Playwright event loop or their daphne servers are alive."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
 
 
 @pytest.fixture

@@ -33,8 +33,11 @@ def server(tmp_path_factory):
     srv.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    # Module scope: Playwright's sync API keeps an event loop running in the main
+    # thread while it is open, which would break every later test that calls
+    # asyncio.run(); closing it after each module keeps the rest of the suite clean.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
