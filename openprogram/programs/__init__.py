@@ -12,7 +12,11 @@ from typing import Any
 
 from openprogram.agent.types import AgentTool
 from openprogram.programs import registry as _registry
-from openprogram.programs._availability import CHECK_FN_TTL_SECONDS, clear_availability_cache
+from openprogram.programs._availability import (
+    CHECK_FN_TTL_SECONDS,
+    ToolUnavailable,
+    clear_availability_cache,
+)
 from openprogram.programs.decorator import function
 from openprogram.programs.deferred import (
     _loaded_deferred,
@@ -53,6 +57,7 @@ __all__ = [
     "Resolution",
     "ToolDecision",
     "ToolReturn",
+    "ToolUnavailable",
     "ToolsetCycleError",
     "UnknownToolsetError",
     "_loaded_deferred",

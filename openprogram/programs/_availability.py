@@ -5,6 +5,20 @@ dispatcher's path), so the model never sees a tool that would fail on call.
 A gate that raises makes its tool unavailable with the error as the reason: a
 broken gate hides one tool, it never breaks the turn.
 
+Reasons a person can act on: a ``check_fn`` or ``can_use`` that knows *why* its
+tool cannot run raises :class:`ToolUnavailable` with a message saying what to
+do, and that message is the whole layer-4 reason shown on the Programs page,
+in the API and in the explain trace::
+
+    def _search_configured() -> bool:
+        if not backend():
+            raise ToolUnavailable("no web search backend: set SEARXNG_URL or BRAVE_API_KEY")
+        return True
+
+Returning a falsy value still works; the reason then only says which gate
+refused (``check_fn returned False``). Any other exception reads
+``check_fn raised <type>: <message>``, since it is a bug, not a decision.
+
 ``can_use`` convention: it is called with the host's session context as
 keyword arguments (``can_use(**can_use_context)``, e.g. ``user_id=...,
 source=..., attended=...``), so it should accept ``**kwargs`` for keys it
@@ -22,13 +36,28 @@ from typing import Any
 
 from openprogram.agent.types import AgentTool
 
-__all__ = ["CHECK_FN_TTL_SECONDS", "clear_availability_cache", "unavailable_reason"]
+__all__ = [
+    "CHECK_FN_TTL_SECONDS",
+    "ToolUnavailable",
+    "clear_availability_cache",
+    "unavailable_reason",
+]
 
 CHECK_FN_TTL_SECONDS = 2.0
 """check_fn results are reused this long, so one turn's repeated resolutions call it once."""
 
 _check_cache: dict[tuple[str, int], tuple[float, str | None]] = {}
 _check_lock = threading.Lock()
+
+
+class ToolUnavailable(Exception):
+    """Raised by a check_fn or can_use: the tool cannot run now, and the message says why."""
+
+    def __init__(self, reason: str) -> None:
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"ToolUnavailable needs a reason a person can act on, got {reason!r}")
+        super().__init__(reason)
+        self.reason = reason
 
 
 def clear_availability_cache() -> None:
@@ -39,6 +68,8 @@ def clear_availability_cache() -> None:
 def _call_gate(gate_name: str, gate: Callable[..., Any], kwargs: Mapping[str, Any]) -> str | None:
     try:
         outcome = gate(**kwargs)
+    except ToolUnavailable as exc:
+        return exc.reason
     except Exception as exc:
         return f"{gate_name} raised {type(exc).__name__}: {exc}"
     if inspect.isawaitable(outcome):

@@ -119,7 +119,7 @@ class FunctionTool(AgentTool):
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
         )
-        self.llm_controls_timeout = "timeout" in signature.arguments_model.model_fields
+        self.llm_controls_timeout = "timeout" in signature.field_names
         self._timeout_required = _has_required_param(fn, "timeout")
         # **kwargs bodies take whatever the explicit parameters= schema allows.
         self._schema_validator = (

@@ -8,19 +8,32 @@ the JSON Schema, so the two can never disagree.
 
 Parameters the runtime injects (``cancel``, ``on_update`` and, unless the
 decorator makes it LLM-controllable, ``timeout``) never reach the schema.
+
+Registration cost: ``create_model`` plus ``model_json_schema`` take about a
+millisecond per tool, which adds up for plugins and MCP servers registering
+hundreds. When every parameter is *plain* (built from str/int/float/bool/None/Any,
+Literal of those, and list/dict/set/tuple/Optional/Union of plain types, with a
+JSON-primitive default and a safe field name), the schema is assembled from
+per-type schemas pydantic produced once per distinct annotation (cached), and the
+arguments model is built on first validation. The result is byte-for-byte the
+schema the eager path produces (a property test compares the two); anything else
+takes the eager path, so unusual types still fail at decoration time.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
 import re
+import threading
+import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 from pydantic.fields import FieldInfo
 
 __all__ = [
@@ -42,18 +55,52 @@ class SchemaError(ValueError):
     """The signature cannot become a tool schema (e.g. ``*args``)."""
 
 
-@dataclass(frozen=True)
 class ToolSignature:
-    """What the runtime needs to know about a tool function's parameters."""
+    """What the runtime needs to know about a tool function's parameters.
 
-    arguments_model: type[BaseModel]
-    """Validates the model's arguments; fields are exactly the LLM-visible ones."""
-    parameters: dict[str, Any]
-    """The JSON Schema derived from :attr:`arguments_model`."""
-    injected: frozenset[InjectedParam]
-    """Runtime-provided parameters the function declares."""
-    accepts_var_keyword: bool
-    """``**kwargs``: only allowed with an explicit ``parameters=`` schema."""
+    ``parameters`` (the JSON Schema) is always ready; the pydantic model that
+    validates arguments may be built on first use (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        *,
+        parameters: dict[str, Any],
+        field_names: frozenset[str],
+        injected: frozenset[InjectedParam],
+        accepts_var_keyword: bool,
+        arguments_model: type[BaseModel] | None = None,
+        build_model: Callable[[], type[BaseModel]] | None = None,
+    ) -> None:
+        if (arguments_model is None) == (build_model is None):
+            raise ValueError("give exactly one of arguments_model and build_model")
+        self.parameters = parameters
+        """The JSON Schema the model sees."""
+        self.field_names = field_names
+        """The LLM-visible parameter names (the arguments model's fields)."""
+        self.injected = injected
+        """Runtime-provided parameters the function declares."""
+        self.accepts_var_keyword = accepts_var_keyword
+        """``**kwargs``: only allowed with an explicit ``parameters=`` schema."""
+        self._model = arguments_model
+        self._build_model = build_model
+        self._lock = threading.Lock()
+
+    @property
+    def model_built(self) -> bool:
+        return self._model is not None
+
+    @property
+    def arguments_model(self) -> type[BaseModel]:
+        """Validates the model's arguments; built once, on first use when lazy."""
+        model = self._model
+        if model is None:
+            with self._lock:
+                if self._model is None:
+                    assert self._build_model is not None
+                    self._model = self._build_model()
+                model = self._model
+        return model
 
 
 def _collapse(text: str) -> str:
@@ -180,21 +227,102 @@ def analyse_signature(
         fields[param.name] = (annotation, info)
     if llm_timeout and "timeout" not in fields:
         raise SchemaError("timeout_min/timeout_max need a 'timeout' parameter to clamp")
-    try:
-        model = create_model(  # type: ignore[call-overload]
-            model_name,
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-            **fields,
+    common = {
+        "field_names": frozenset(fields),
+        "injected": frozenset(injected),
+        "accepts_var_keyword": var_keyword,
+    }
+    fast = _plain_schema(fields)
+    if fast is not None:
+        return ToolSignature(
+            parameters=fast,
+            build_model=functools.partial(_arguments_model, model_name, fields),
+            **common,
         )
+    try:
+        model = _arguments_model(model_name, fields)
         raw = model.model_json_schema()
     except Exception as exc:
         raise SchemaError(f"a parameter type has no JSON Schema: {exc}") from exc
-    return ToolSignature(
-        arguments_model=model,
-        parameters=clean_json_schema(raw),
-        injected=frozenset(injected),
-        accepts_var_keyword=var_keyword,
+    return ToolSignature(parameters=clean_json_schema(raw), arguments_model=model, **common)
+
+
+def _arguments_model(model_name: str, fields: dict[str, Any]) -> type[BaseModel]:
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        model_name,
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+        **fields,
     )
+
+
+_PLAIN_TYPES: frozenset[Any] = frozenset({str, int, float, bool, type(None), Any})
+_PLAIN_ORIGINS: frozenset[Any] = frozenset(
+    {list, dict, set, frozenset, tuple, typing.Union, types.UnionType}
+)
+_RESERVED_NAMES = frozenset(dir(BaseModel))
+
+
+def _is_plain(annotation: Any) -> bool:
+    try:
+        if annotation in _PLAIN_TYPES or annotation is Ellipsis:
+            return True
+    except TypeError:  # an unhashable annotation object
+        return False
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return all(type(value) in (str, int, bool) for value in typing.get_args(annotation))
+    return origin in _PLAIN_ORIGINS and all(_is_plain(arg) for arg in typing.get_args(annotation))
+
+
+def _is_primitive_default(value: Any) -> bool:
+    if value is None or type(value) in (str, bool, int):
+        return True
+    return type(value) is float and math.isfinite(value)
+
+
+@functools.lru_cache(maxsize=512)
+def _type_schema(annotation: Any) -> dict[str, Any]:
+    # Exactly what pydantic puts in a model's property for this type (keys sorted).
+    return TypeAdapter(annotation).json_schema()
+
+
+def _has_ref(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or any(_has_ref(value) for value in node.values())
+    if isinstance(node, list):
+        return any(_has_ref(item) for item in node)
+    return False
+
+
+def _plain_schema(fields: dict[str, tuple[Any, FieldInfo]]) -> dict[str, Any] | None:
+    """The schema without building a model, or None when a field is not plain."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, (annotation, info) in fields.items():
+        if name.startswith(("_", "model_")) or name in _RESERVED_NAMES:
+            return None
+        if not _is_plain(annotation):
+            return None
+        try:
+            prop = dict(_type_schema(annotation))
+        except Exception:
+            return None  # the eager path reports it properly
+        if _has_ref(prop):
+            return None
+        if info.is_required():
+            required.append(name)
+        elif _is_primitive_default(info.default):
+            prop["default"] = info.default
+        else:
+            return None
+        if info.description:
+            prop["description"] = info.description
+        properties[name] = {key: prop[key] for key in sorted(prop)}
+    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return schema
 
 
 def _strip_titles(node: Any) -> Any:

@@ -3,7 +3,8 @@
 Safety, in the order it applies:
 
 * layer 4 hides the tool when the host does not allow a shell (``Config.allow_shell``;
-  the web app turns it off when it binds beyond loopback unless explicitly allowed);
+  the web app turns it off when it binds beyond loopback unless explicitly allowed),
+  with a reason saying how to turn it on (:func:`shell_disabled_reason`);
 * every call needs the person's approval (``requires_approval=True``: no approver, no run);
 * the command runs with the workspace as working directory and ``HOME``, and an
   environment built from an allow-list (never the server's own variables, never a
@@ -27,11 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 from openprogram.config import get_config
+from openprogram.programs._availability import ToolUnavailable
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
 from openprogram.workspace import current_workspace
 
-__all__ = ["bash", "scrubbed_environment", "shell_allowed"]
+__all__ = ["bash", "scrubbed_environment", "shell_allowed", "shell_disabled_reason"]
 
 _ENV_ALLOW_LIST = ("PATH", "LANG", "LC_ALL", "TERM", "TZ")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -43,8 +45,29 @@ _TAIL_CHARS = 100_000
 
 
 def shell_allowed() -> bool:
-    """Layer 4 gate: the host's shell policy (Config.allow_shell)."""
+    """The host's shell policy (Config.allow_shell)."""
     return get_config().allow_shell
+
+
+def shell_disabled_reason() -> str:
+    """Why the shell is off, and how to turn it on.
+
+    The web app sets ``allow_shell`` from ``OPENPROGRAM_ALLOW_SHELL``, which defaults
+    to off when the server binds beyond loopback: when the variable is set, the
+    operator chose; when it is not, the bind address did.
+    """
+    how = "set OPENPROGRAM_ALLOW_SHELL=1 to allow it (every call still needs approval)"
+    chosen = os.environ.get("OPENPROGRAM_ALLOW_SHELL")
+    if chosen is not None:
+        return f"shell is disabled: OPENPROGRAM_ALLOW_SHELL is {chosen!r}; {how}"
+    return f"shell is disabled: the server binds beyond loopback; {how}"
+
+
+def _shell_gate() -> bool:
+    """Layer 4 gate: off with an actionable reason unless the host allows a shell."""
+    if not shell_allowed():
+        raise ToolUnavailable(shell_disabled_reason())
+    return True
 
 
 def scrubbed_environment(workspace: str) -> dict[str, str]:
@@ -134,7 +157,7 @@ async def _pump(
     toolset=["runtime"],
     unsafe_in=["plan"],
     requires_approval=True,
-    check_fn=shell_allowed,
+    check_fn=_shell_gate,
     timeout=120,
     timeout_min=1,
     timeout_max=600,
@@ -164,7 +187,7 @@ async def bash(
     if not command.strip():
         raise ValueError("command is empty; give the shell command to run")
     if not shell_allowed():
-        raise PermissionError("shell commands are disabled on this server (allow_shell is off)")
+        raise PermissionError(shell_disabled_reason())
     workspace = str(current_workspace())
     # Our own pipe, not asyncio's: Process.wait() would otherwise also wait for every
     # holder of the pipe (a background job) to exit, and the job would outlive us.

@@ -8,7 +8,7 @@ Backends, first configured wins:
   variable): ``GET https://api.search.brave.com/res/v1/web/search``.
 
 With neither, layer 4 (``check_fn``) hides the tool, so the model never sees a search
-it cannot run. The backend URL is the operator's own setting, so it is trusted (a
+it cannot run, and the Programs page shows :data:`NO_BACKEND_REASON` as the reason. The backend URL is the operator's own setting, so it is trusted (a
 SearXNG on the local network is the common case) and not put through the public-address
 guard that protects ``web_fetch``.
 """
@@ -25,13 +25,22 @@ import httpx
 from pydantic import Field
 
 from openprogram.config import get_config
+from openprogram.programs._availability import ToolUnavailable
 from openprogram.programs.builtin._http_fetch import tls_context
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
 
-__all__ = ["BRAVE_ENDPOINT", "SearchFailed", "SearchHit", "search_backend", "web_search"]
+__all__ = [
+    "BRAVE_ENDPOINT",
+    "NO_BACKEND_REASON",
+    "SearchFailed",
+    "SearchHit",
+    "search_backend",
+    "web_search",
+]
 
 BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
+NO_BACKEND_REASON = "no web search backend: set SEARXNG_URL or BRAVE_API_KEY"
 _TIMEOUT_S = 15.0
 _TAGS = re.compile(r"<[^>]+>")
 Backend = Literal["searxng", "brave"]
@@ -62,7 +71,10 @@ def search_backend() -> Backend | None:
 
 
 def _search_configured() -> bool:
-    return search_backend() is not None
+    """Layer 4 gate: a backend is configured, else the reason says how to configure one."""
+    if search_backend() is None:
+        raise ToolUnavailable(NO_BACKEND_REASON)
+    return True
 
 
 def _plain(text: Any) -> str:
@@ -111,7 +123,7 @@ async def _search(query: str, limit: int) -> tuple[Backend, list[SearchHit]]:
         return "searxng", _hits(results, "content", limit)
     key = _brave_key()
     if not key:
-        raise SearchFailed("no search backend is configured (set searxng_url or BRAVE_API_KEY)")
+        raise SearchFailed(NO_BACKEND_REASON)
     payload = await _get_json(
         BRAVE_ENDPOINT,
         params={"q": query, "count": limit},

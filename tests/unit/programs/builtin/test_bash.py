@@ -158,12 +158,42 @@ async def test_layer_4_hides_it_when_the_shell_is_not_allowed(configure):
     clear_availability_cache()
 
 
+def test_layer_4_says_the_bind_address_turned_the_shell_off_and_how_to_allow_it(
+    configure, monkeypatch
+):
+    monkeypatch.delenv("OPENPROGRAM_ALLOW_SHELL", raising=False)
+    clear_availability_cache()
+    configure(allow_shell=False)
+    decision = resolve_tools(only_available=True).decision("bash")
+    clear_availability_cache()
+    assert not decision.offered and decision.layer == "L4"
+    assert decision.reason == (
+        "shell is disabled: the server binds beyond loopback; set OPENPROGRAM_ALLOW_SHELL=1 "
+        "to allow it (every call still needs approval)"
+    )
+
+
+def test_layer_4_names_the_operators_own_setting_when_it_turned_the_shell_off(
+    configure, monkeypatch
+):
+    monkeypatch.setenv("OPENPROGRAM_ALLOW_SHELL", "0")
+    clear_availability_cache()
+    configure(allow_shell=False)
+    decision = resolve_tools(only_available=True).decision("bash")
+    clear_availability_cache()
+    assert decision.reason == (
+        "shell is disabled: OPENPROGRAM_ALLOW_SHELL is '0'; set OPENPROGRAM_ALLOW_SHELL=1 "
+        "to allow it (every call still needs approval)"
+    )
+
+
 async def test_it_refuses_to_run_when_the_shell_is_off_even_if_called_directly(
     approvals, configure, workspace, call
 ):
     configure(allow_shell=False)
     result = await call(bash, {"command": "touch ran.txt"})
-    assert result.is_error and "disabled" in result.content
+    assert result.is_error and "shell is disabled" in result.content
+    assert "OPENPROGRAM_ALLOW_SHELL=1" in result.content
     assert not (workspace / "ran.txt").exists()
 
 

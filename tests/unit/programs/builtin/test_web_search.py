@@ -111,7 +111,18 @@ async def test_bad_arguments_are_refused(configure, call):
     assert too_many.is_error and "'max_results'" in too_many.content
 
 
+def test_layer_4_says_how_to_configure_a_backend_when_none_is(configure, monkeypatch):
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    clear_availability_cache()
+    decision = resolve_tools(only_available=True).decision("web_search")
+    assert not decision.offered and decision.layer == "L4"
+    assert decision.reason == "no web search backend: set SEARXNG_URL or BRAVE_API_KEY"
+    clear_availability_cache()
+
+
 def test_layer_4_hides_it_when_no_backend_is_configured(configure, monkeypatch):
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    clear_availability_cache()
     assert search_backend() is None
     assert "web_search" not in [t.name for t in resolve_tools(only_available=True).tools]
     clear_availability_cache()
