@@ -20,10 +20,12 @@ def main(argv: list[str]) -> int:
     if argv:
         names = [n for n in names if any(a in n for a in argv)]
     print(f"python {sys.version.split()[0]} · {os.cpu_count()} cores\n")
+    all_started = time.perf_counter()
     for name in names:
         started = time.perf_counter()
         importlib.import_module(f"bench.{name}").main()
         print(f"({name} took {time.perf_counter() - started:.1f} s)\n", flush=True)
+    print(f"(all {len(names)} benchmarks took {time.perf_counter() - all_started:.1f} s)")
     return 0
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-import tracemalloc
 from collections.abc import Awaitable, Callable
 
+from bench._stream_memory import stream_traced_peak
 from bench._util import print_table
 from openprogram.programs.decorator import build_function_tool, function
 from openprogram.programs.registry import restore_registry, snapshot_registry
@@ -16,9 +16,6 @@ __all__ = ["main"]
 
 _CALLS_PER_ROUND = 2_000
 _ROUNDS = 7
-_STREAM_TOTAL_CHARS = 100 * 1024 * 1024
-_STREAM_CAPACITY = 1024 * 1024
-_STREAM_CHUNK = 64 * 1024
 
 
 def _noop_sync() -> str:
@@ -80,34 +77,13 @@ def _registration_ms(count: int = 1_000) -> float:
         restore_registry(snapshot)
 
 
-def _streamer(on_update) -> str:
-    """Stream a lot of text."""
-    sent = 0
-    while sent < _STREAM_TOTAL_CHARS:
-        on_update(f"{sent:016d}" * (_STREAM_CHUNK // 16))  # a fresh string per chunk
-        sent += _STREAM_CHUNK
-    return f"streamed {sent:,} characters"
-
-
 async def _streaming_peak(*, with_consumer: bool) -> list[object]:
-    tool = build_function_tool(_streamer, stream_capacity_chars=_STREAM_CAPACITY)
-    received = [0]
-
-    def consume(text: str) -> None:
-        received[0] += len(text)
-
-    tracemalloc.start()
-    try:
-        result = await tool.execute("bench", {}, on_update=consume if with_consumer else None)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert not result.is_error, result.content
+    memory = await stream_traced_peak(with_consumer=with_consumer)
     label = "with an on_update consumer" if with_consumer else "no consumer"
     return [
         f"peak memory streaming 100 MB, capacity 1 MB ({label})",
-        f"{peak / 1024 / 1024:.2f} MB",
-        f"{peak / _STREAM_CAPACITY:.2f}× capacity (must be < 2×)",
+        f"{memory.peak_bytes / 1024 / 1024:.2f} MB",
+        f"{memory.capacity_ratio:.2f}× capacity (must be < 2×)",
     ]
 
 

@@ -1,0 +1,201 @@
+"""Drive real chats over a real daphne server's WebSockets, for the benchmarks.
+
+Sessions and conversations are created in the server's own database through
+``manage.py shell`` (one subprocess for all of them), then the client opens
+``/ws/chat/<id>/`` with the session cookie and a same-origin ``Origin`` header,
+exactly as the browser does. All traffic stays on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.servers import ROOT, DaphneServer, wait_for_http
+
+__all__ = [
+    "ECHO_APP",
+    "STAMP_PREFIX",
+    "ChatSeat",
+    "TurnRecord",
+    "chat_seats_create",
+    "chat_turn",
+    "daphne_start",
+    "echo_round_trips",
+    "percentile",
+]
+
+STAMP_PREFIX = "t="
+"""Starts each line of ``bench._stream_tool``'s updates; the rest is ``time.time_ns()``."""
+
+ECHO_APP = "bench.echo_asgi:application"
+"""The product's application plus a bare echo consumer at /ws/echo/ (bench only)."""
+
+_SETUP_CODE = """
+import json
+import statistics
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+from chat_app.services import conversation_create
+seats = []
+for name in {users!r}:
+    user = get_user_model().objects.get(username=name)
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    seats.append((name, settings.SESSION_COOKIE_NAME + "=" + cookie))
+out = []
+for i in range({count}):
+    name, cookie = seats[i % len(seats)]
+    user = get_user_model().objects.get(username=name)
+    conversation = conversation_create(owner=user, title="bench " + str(i), model="offline")
+    out.append({{"user": name, "cookie_header": cookie, "conversation_id": conversation.pk}})
+print("SEATS=" + json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class ChatSeat:
+    """One conversation a bench client may chat in, with its owner's session cookie."""
+
+    user: str
+    cookie_header: str
+    """``name=value`` of the owner's session cookie, ready for a Cookie header."""
+    conversation_id: int
+
+
+@dataclass
+class TurnRecord:
+    """What one turn looked like from the client's side of the socket."""
+
+    seconds: float
+    stop_reason: str
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    received_ns: list[int] = field(default_factory=list)
+    """``time.time_ns()`` when each frame in ``frames`` arrived."""
+    finished_frame: bool = False
+    """Whether the ``turn_finished`` frame itself arrived."""
+
+
+def chat_seats_create(
+    server: DaphneServer, *, count: int, users: tuple[str, ...] = ("alice", "bob")
+) -> list[ChatSeat]:
+    """``count`` fresh offline-model conversations, spread over ``users`` (who must exist)."""
+    code = _SETUP_CODE.format(users=list(users), count=count)
+    output = server.shell(code)
+    line = next(row for row in output.splitlines() if row.startswith("SEATS="))
+    return [ChatSeat(**seat) for seat in json.loads(line.removeprefix("SEATS="))]
+
+
+def daphne_start(server: DaphneServer, *, app: str = ECHO_APP) -> None:
+    """Like ``server.start()``, but serving ``app``; ``server.stop()`` still stops it."""
+    server.log_path = server.home / f"daphne-{server.port}.log"
+    with open(server.log_path, "w") as log:
+        server.proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(server.port),
+                app,
+            ],
+            cwd=ROOT,
+            env=server.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    wait_for_http(server.url + "/healthz", proc=server.proc)
+
+
+def _connect(base_url: str, path: str, cookie_header: str) -> Any:
+    from websockets.asyncio.client import connect
+    from websockets.typing import Origin
+
+    return connect(
+        base_url.replace("http://", "ws://") + path,
+        origin=Origin(base_url),
+        additional_headers={"Cookie": cookie_header},
+        proxy=None,
+        open_timeout=30,
+        max_size=16 * 1024 * 1024,
+    )
+
+
+async def chat_turn(
+    base_url: str,
+    seat: ChatSeat,
+    text: str,
+    *,
+    timeout: float = 60.0,
+    on_frame: Callable[[dict[str, Any]], None] | None = None,
+) -> TurnRecord:
+    """Send one offline-model message and read frames until the turn's last one.
+
+    The last frame is ``assistant_message`` (the stored reply, sent after
+    ``turn_finished``), or an ``error`` frame that belongs to no run (the socket
+    refused the message). ``seconds`` runs from the send, after connect and
+    catch-up, to ``turn_finished`` (to the last frame if ``turn_finished`` never
+    came: then ``finished_frame`` is False). No last frame within ``timeout``
+    raises TimeoutError.
+    """
+    path = f"/ws/chat/{seat.conversation_id}/"
+    async with _connect(base_url, path, seat.cookie_header) as socket:
+        frame = {"type": "user_message", "text": text, "model": "offline"}
+        started = time.perf_counter()
+        await socket.send(json.dumps(frame))
+        record = TurnRecord(seconds=0.0, stop_reason="")
+        async with asyncio.timeout(timeout):
+            async for raw in socket:
+                arrived = time.time_ns()
+                event = json.loads(raw)
+                kind = event.get("type")
+                if kind == "catch_up":
+                    continue
+                record.frames.append(event)
+                record.received_ns.append(arrived)
+                if on_frame is not None:
+                    on_frame(event)
+                if kind == "turn_finished":
+                    record.seconds = time.perf_counter() - started
+                    record.stop_reason = event.get("stop_reason", "")
+                    record.finished_frame = True
+                elif kind == "assistant_message" or (kind == "error" and "run_id" not in event):
+                    if not record.finished_frame:
+                        record.seconds = time.perf_counter() - started
+                        record.stop_reason = event.get("status", "error")
+                    return record
+        raise ConnectionError(f"socket for conversation {seat.conversation_id!r} closed mid-turn")
+
+
+async def echo_round_trips(
+    base_url: str, *, count: int, payload: str = "ping", timeout: float = 30.0
+) -> list[float]:
+    """Seconds per round trip through the bench echo consumer, ``count`` times on one socket."""
+    samples: list[float] = []
+    async with _connect(base_url, "/ws/echo/", "") as socket:
+        async with asyncio.timeout(timeout):
+            for _ in range(count):
+                started = time.perf_counter()
+                await socket.send(payload)
+                reply = await socket.recv()
+                samples.append(time.perf_counter() - started)
+                if reply != payload:
+                    raise ValueError(f"echo consumer answered {reply!r}, expected {payload!r}")
+    return samples
+
+
+def percentile(values: list[float], q: int) -> float:
+    """The ``q``-th percentile (1..99) of ``values``, interpolated; needs two or more values."""
+    if len(values) < 2:
+        raise ValueError(f"need at least 2 samples for a percentile, got {len(values)!r}")
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
