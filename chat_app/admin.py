@@ -77,6 +77,7 @@ class RunAdmin(admin.ModelAdmin):
         "error",
         "started",
         "finished",
+        "lease_until",
     )
     inlines = [ToolCallInline, RunEventInline]
 

@@ -22,12 +22,21 @@ from chat_app.schemas import (
     TurnOptions,
     TurnOut,
 )
-from chat_app.selectors import conversation_get, conversation_list, run_events, run_get, run_list
+from chat_app.selectors import (
+    conversation_get,
+    conversation_list,
+    run_events,
+    run_explain_groups,
+    run_explain_rows,
+    run_get,
+    run_list,
+)
 from chat_app.services import (
     conversation_apply_options,
     conversation_create,
     conversation_delete,
     conversation_rename,
+    run_expire_orphans,
 )
 from chat_app.turns import turn_run_to_completion
 
@@ -136,15 +145,20 @@ def conversations_delete(request: HttpRequest, conversation_id: int):
 
 @router.get("/conversations/{conversation_id}/runs", response=list[RunOut])
 def conversations_runs(request: HttpRequest, conversation_id: int):
+    conversation = conversation_get(owner=request.user, conversation_id=conversation_id)
+    run_expire_orphans(conversation_id=conversation.pk)
     return [_run_out(r) for r in run_list(owner=request.user, conversation_id=conversation_id)]
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, summary="A run with its events and tool calls")
 def runs_get(request: HttpRequest, run_id: int):
     run = run_get(owner=request.user, run_id=run_id)
+    if run.status == "running" and run_expire_orphans(conversation_id=run.conversation_id):
+        run.refresh_from_db()
     return {
         **_run_out(run),
-        "explain": run.explain,
+        "explain": run_explain_rows(run=run),
+        "not_offered": run_explain_groups(run=run),
         "events": run_events(run_id=run.pk),
         "tool_calls": [_tool_call_out(t) for t in run.tool_calls.order_by("created", "id")],
     }

@@ -43,15 +43,17 @@ def _owns(user: Any, conversation_id: int) -> bool:
 
 def _catch_up(conversation_id: int) -> dict[str, Any] | None:
     from chat_app.selectors import run_events, run_latest
-    from chat_app.services import run_abandon_orphans
+    from chat_app.services import run_abandon_orphans, run_expire_orphans
 
     run = run_latest(conversation_id=conversation_id)
     if run is None:
         return None
-    if run.status == "running" and active_turn(conversation_id) is None and single_process_layer():
-        run_abandon_orphans(
-            conversation_id=conversation_id, reason="the server stopped during this turn"
-        )
+    if run.status == "running" and active_turn(conversation_id) is None:
+        # One process: nobody else can run it. Several: only if its lease ran out.
+        if single_process_layer():
+            run_abandon_orphans(conversation_id=conversation_id)
+        else:
+            run_expire_orphans(conversation_id=conversation_id)
         run.refresh_from_db()
     return {
         "type": "catch_up",
@@ -154,12 +156,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await database_sync_to_async(self._stop_orphan)()
 
     def _stop_orphan(self) -> None:
-        from chat_app.services import run_abandon_orphans
+        from chat_app.services import run_abandon_orphans, run_expire_orphans
 
         if single_process_layer():
             run_abandon_orphans(
                 conversation_id=self.conversation_id, reason="stopped; no turn was running"
             )
+        else:
+            run_expire_orphans(conversation_id=self.conversation_id)
 
     async def _error(self, kind: str, message: str) -> None:
         await self.send_json({"type": "error", "kind": kind, "message": message})

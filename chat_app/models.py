@@ -7,10 +7,12 @@ text, never from ``ToolCallRecord``.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Literal
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 __all__ = [
     "RUN_STATUSES",
@@ -20,11 +22,17 @@ __all__ = [
     "RunEvent",
     "RunStatus",
     "ToolCallRecord",
+    "lease_deadline",
 ]
 
 RunStatus = Literal["running", "completed", "stopped", "error", "step_limit"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("running", "completed", "stopped", "error", "step_limit")
 TITLE_MAX = 120
+
+
+def lease_deadline() -> datetime:
+    """A fresh run lease: now plus ``CHAT_RUN_LEASE_SECONDS``."""
+    return timezone.now() + timedelta(seconds=settings.CHAT_RUN_LEASE_SECONDS)
 
 
 class Conversation(models.Model):
@@ -75,13 +83,16 @@ class Run(models.Model):
     """The per-turn toggles as sent (tools_on, web_search_on, plan_mode, agent_profile)."""
     tools = models.JSONField(default=list, blank=True)
     deferred = models.JSONField(default=list, blank=True)
-    explain = models.JSONField(default=list, blank=True)
+    explain = models.JSONField(default=dict, blank=True)
+    """The explain trace, compact (``chat_app.explain``): offered names, rejections by reason."""
     warnings = models.JSONField(default=list, blank=True)
     usage = models.JSONField(default=dict, blank=True)
     text = models.TextField(blank=True, default="")
     error = models.TextField(blank=True, default="")
     started = models.DateTimeField(auto_now_add=True)
     finished = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True, default=lease_deadline)
+    """While running: the process running the turn renews this; past it, the run is orphaned."""
 
     class Meta:
         ordering = ["-started", "-id"]

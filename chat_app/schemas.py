@@ -21,6 +21,7 @@ __all__ = [
     "ConversationOut",
     "ConversationPatch",
     "DenyFrame",
+    "NotOfferedOut",
     "RunDetailOut",
     "RunOut",
     "StopFrame",
@@ -164,7 +165,15 @@ class RunOut(BaseModel):
     finished: datetime | None
 
 
+class NotOfferedOut(BaseModel):
+    layer: str | None
+    reason: str
+    names: list[str]
+
+
 class RunDetailOut(RunOut):
     explain: list[dict[str, Any]]
+    """One row per registered tool (rebuilt from the compact form the run stores)."""
+    not_offered: list[NotOfferedOut]
     events: list[dict[str, Any]]
     tool_calls: list[ToolCallOut]

@@ -16,8 +16,11 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Prefetch, QuerySet
 
+from chat_app.explain import explain_expand
 from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
 from openprogram.agent.events import HistoryMessage
+from openprogram.programs.results import results_dir_for_user
+from openprogram.workspace import workspace_for_user
 from openprogram_site.api_errors import NotFoundError
 
 __all__ = [
@@ -29,6 +32,8 @@ __all__ = [
     "model_choices",
     "model_key_problem",
     "run_events",
+    "run_explain_groups",
+    "run_explain_rows",
     "run_get",
     "run_latest",
     "run_list",
@@ -91,9 +96,32 @@ def run_latest(*, conversation_id: int) -> Run | None:
     return Run.objects.filter(conversation_id=conversation_id).order_by("-started", "-id").first()
 
 
+def run_explain_rows(*, run: Run) -> list[dict[str, Any]]:
+    """The run's full explain trace: one row per registered tool, offered or not and why."""
+    return explain_expand(run.explain, tools=run.tools, deferred=run.deferred)
+
+
+def run_explain_groups(*, run: Run) -> list[dict[str, Any]]:
+    """The tools not offered, grouped by the layer and reason that rejected them."""
+    groups: dict[tuple[str | None, str], list[str]] = {}
+    for row in run_explain_rows(run=run):
+        if not row["offered"]:
+            groups.setdefault((row["layer"], row["reason"]), []).append(row["name"])
+    return [
+        {"layer": layer, "reason": reason, "names": names}
+        for (layer, reason), names in groups.items()
+    ]
+
+
 def run_events(*, run_id: int, after_seq: int = 0) -> list[dict[str, Any]]:
+    """The run's events as they were relayed (tools_resolved gets its lists back from the Run)."""
     rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq")
-    return [{**row.payload, "type": row.type, "seq": row.seq, "run_id": run_id} for row in rows]
+    events = [{**row.payload, "type": row.type, "seq": row.seq, "run_id": run_id} for row in rows]
+    for event in events:
+        if event["type"] == "tools_resolved" and "tools" not in event:
+            run = Run.objects.only("tools", "deferred", "explain").get(pk=run_id)
+            event.update(tools=run.tools, deferred=run.deferred, explain=run.explain)
+    return events
 
 
 def tool_result_path(*, owner: AbstractBaseUser, run_id: int, call_id: str) -> Path:
@@ -101,14 +129,14 @@ def tool_result_path(*, owner: AbstractBaseUser, run_id: int, call_id: str) -> P
 
     1. The run must belong to ``owner`` (else 404, like any foreign object).
     2. The call must have recorded a full-result path.
-    3. That path, resolved (symlinks followed), must lie inside the results
-       directory and be a regular file; anything else is "not found".
+    3. That path, resolved (symlinks followed), must lie inside the owner's own
+       results directory and be a regular file; anything else is "not found".
     """
     run = run_get(owner=owner, run_id=run_id)
     record = run.tool_calls.filter(call_id=call_id).first()
     if record is None or not record.full_result_path:
         raise NotFoundError(f"no full result for call {call_id!r}")
-    root = Path(settings.RESULTS_DIR).resolve()
+    root = results_dir_for_user(owner.pk).resolve()
     path = Path(record.full_result_path).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         raise NotFoundError(f"no full result for call {call_id!r}")
@@ -116,11 +144,12 @@ def tool_result_path(*, owner: AbstractBaseUser, run_id: int, call_id: str) -> P
 
 
 def workspace_for(*, user: AbstractBaseUser) -> Path:
-    """The user's working directory for file and shell tools (created on first use)."""
-    configured = getattr(settings, "OPENPROGRAM_WORKSPACE", None)
-    path = Path(configured) if configured else Path(settings.WORKSPACES_DIR) / str(user.pk)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """The user's working directory for file and shell tools (created on first use).
+
+    The framework's rule, so the chat and the tools never disagree: the shared
+    workspace when one is configured, else ``<workspaces dir>/<user id>``.
+    """
+    return workspace_for_user(user.pk)
 
 
 def model_key_problem(model: str) -> str | None:

@@ -11,8 +11,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from chat_app.explain import explain_compact
 from chat_app.models import (
     TITLE_MAX,
     Conversation,
@@ -21,24 +23,29 @@ from chat_app.models import (
     RunEvent,
     RunStatus,
     ToolCallRecord,
+    lease_deadline,
 )
 from chat_app.schemas import TurnOptions
 from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
 
 __all__ = [
     "NO_AGENT",
+    "ORPHANED_RUN_ERROR",
     "conversation_apply_options",
     "conversation_create",
     "conversation_delete",
     "conversation_rename",
     "run_abandon_orphans",
+    "run_expire_orphans",
     "run_finish",
     "run_record_events",
+    "run_renew_lease",
     "run_start",
 ]
 
 _TITLE_WORDS = 8
 NO_AGENT = 0
+ORPHANED_RUN_ERROR = "the server running this turn stopped"
 
 
 def _title_from(text: str) -> str:
@@ -139,6 +146,7 @@ def conversation_apply_options(
 
 
 def conversation_delete(*, conversation: Conversation) -> None:
+    run_expire_orphans(conversation_id=conversation.pk)
     if conversation.runs.filter(status="running").exists():
         raise ConflictError(f"conversation {conversation.pk!r} has a turn running; stop it first")
     conversation.delete()
@@ -150,6 +158,8 @@ def run_start(*, conversation: Conversation, text: str, attended: bool) -> tuple
         locked = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
         if locked is None:
             raise NotFoundError(f"conversation {conversation.pk!r} not found")
+        # Under the conversation's lock, so two processes cannot both take over a dead turn.
+        run_expire_orphans(conversation_id=locked.pk)
         if locked.runs.filter(status="running").exists():
             raise ConflictError("a turn is already running in this conversation; stop it first")
         run = Run.objects.create(
@@ -178,7 +188,9 @@ def _apply_event(run: Run, event: dict[str, Any]) -> None:
     if kind == "tools_resolved":
         run.tools = event.get("tools", [])
         run.deferred = event.get("deferred", [])
-        run.explain = event.get("explain", [])
+        run.explain = explain_compact(
+            event.get("explain", []), tools=run.tools, deferred=run.deferred
+        )
         run.warnings = event.get("warnings", [])
         run.model = event.get("model") or run.model
         run.save(update_fields=["tools", "deferred", "explain", "warnings", "model"])
@@ -220,6 +232,17 @@ def _apply_event(run: Run, event: dict[str, Any]) -> None:
         run.save(update_fields=["error"])
 
 
+_ON_THE_RUN = ("tools", "deferred", "explain")
+"""tools_resolved fields the Run itself stores; the event row would only repeat them."""
+
+
+def _event_payload(event: dict[str, Any]) -> dict[str, Any]:
+    dropped = {"seq", "type", "run_id"}
+    if event["type"] == "tools_resolved":
+        dropped.update(_ON_THE_RUN)
+    return {k: v for k, v in event.items() if k not in dropped}
+
+
 def run_record_events(*, run_id: int, events: list[dict[str, Any]]) -> None:
     """Append events (each carrying its ``seq``) to run history, in one transaction."""
     if not events:
@@ -232,7 +255,7 @@ def run_record_events(*, run_id: int, events: list[dict[str, Any]]) -> None:
                     run=run,
                     seq=event["seq"],
                     type=event["type"],
-                    payload={k: v for k, v in event.items() if k not in ("seq", "type", "run_id")},
+                    payload=_event_payload(event),
                 )
                 for event in events
             ]
@@ -249,16 +272,29 @@ def run_finish(
     usage: dict[str, Any] | None = None,
     error: str = "",
 ) -> Message:
-    """Close a run and store the assistant's (possibly partial) reply."""
+    """Close a run and store the assistant's (possibly partial) reply.
+
+    A run already closed stays as it was (a turn that lost its lease and was closed as
+    orphaned by another process must not reopen it): its reply is returned instead.
+    """
     with transaction.atomic():
-        run = Run.objects.select_related("conversation").get(pk=run_id)
+        run = Run.objects.select_for_update().select_related("conversation").get(pk=run_id)
+        if run.status != "running":
+            closed = run.messages.filter(role="assistant").order_by("-id").first()
+            if closed is not None:
+                closed.run = run  # callers read the verdict that stands from message.run
+                return closed
+            return Message.objects.create(
+                conversation=run.conversation, role="assistant", text=run.text, run=run
+            )
         run.status = status
         run.text = text
         run.usage = usage or {}
         if error:
             run.error = error
         run.finished = timezone.now()
-        run.save(update_fields=["status", "text", "usage", "error", "finished"])
+        run.lease_until = None
+        run.save(update_fields=["status", "text", "usage", "error", "finished", "lease_until"])
         # Calls still open when the turn ended (stopped, errored) are closed with it.
         run.tool_calls.filter(status__in=["running", "awaiting_approval"]).update(
             status="error", is_error=True, result_preview=f"turn {status}"
@@ -270,9 +306,38 @@ def run_finish(
     return message
 
 
-def run_abandon_orphans(*, conversation_id: int, reason: str) -> int:
+def run_renew_lease(*, run_id: int) -> bool:
+    """Extend a running run's lease (one UPDATE); False when it is no longer running."""
+    renewed = Run.objects.filter(pk=run_id, status="running").update(lease_until=lease_deadline())
+    return renewed > 0
+
+
+def run_expire_orphans(*, conversation_id: int, reason: str = ORPHANED_RUN_ERROR) -> int:
+    """Close the conversation's running runs whose lease ran out: their server is gone.
+
+    Cheap when nothing is orphaned (one indexed query), so every touch of a
+    conversation (a message, a page load, a socket's catch-up) may call it.
+    """
+    expired = Run.objects.filter(conversation_id=conversation_id, status="running").filter(
+        Q(lease_until__lt=timezone.now()) | Q(lease_until__isnull=True)
+    )
+    run_ids = list(expired.values_list("pk", flat=True))
+    for run_id in run_ids:
+        run_finish(run_id=run_id, status="error", text=_partial_text(run_id), error=reason)
+    return len(run_ids)
+
+
+def _partial_text(run_id: int) -> str:
+    # What the dead turn had streamed is kept, as a Stop would keep it.
+    deltas = RunEvent.objects.filter(run_id=run_id, type="text_delta").order_by("seq")
+    return "".join(
+        str(payload.get("text", "")) for payload in deltas.values_list("payload", flat=True)
+    )
+
+
+def run_abandon_orphans(*, conversation_id: int, reason: str = ORPHANED_RUN_ERROR) -> int:
     """Close runs marked running that no process owns any more (single-process layer)."""
     runs = list(Run.objects.filter(conversation_id=conversation_id, status="running"))
     for run in runs:
-        run_finish(run_id=run.pk, status="error", text=run.text, error=reason)
+        run_finish(run_id=run.pk, status="error", text=_partial_text(run.pk), error=reason)
     return len(runs)

@@ -77,9 +77,7 @@ def turn_prepare(
     except ConflictError:
         if not may_abandon_orphans:
             raise
-        run_abandon_orphans(
-            conversation_id=conversation_id, reason="the server stopped during this turn"
-        )
+        run_abandon_orphans(conversation_id=conversation_id)
         run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
     if run.model != model:
         run.model = model

@@ -7,6 +7,10 @@ stop) travels through the channel layer group ``chat.<id>.control``; the process
 registry holds the task listens there, so with Redis and several daphne processes a
 Stop pressed in a tab served by another process still reaches the turn.
 
+While it runs, the turn renews its run's lease (``chat_app.leases``). A server that
+dies mid-turn stops renewing, and whoever next touches the conversation closes the
+run as orphaned; a turn that finds its run closed that way stops itself.
+
 Every event is numbered (``seq``), persisted as a ``RunEvent`` and then sent to the
 group ``chat.<id>``, which every open tab of the conversation joins. Text deltas and
 tool output are sent at once but persisted in coalesced batches, so a streaming model
@@ -25,6 +29,8 @@ from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 
+from chat_app.explain import explain_compact
+from chat_app.leases import lease_keep
 from chat_app.markdown import render_markdown
 from chat_app.schemas import TurnOptions
 from chat_app.turn_inputs import turn_prepare
@@ -49,6 +55,10 @@ _STREAMED = ("text_delta", "tool_update")
 _FLUSH_AFTER_SECONDS = 0.25
 _FLUSH_AFTER_CHARS = 8_000
 _PERSISTED_UPDATE_CHARS = 20_000
+_RELAY_WINDOW_SECONDS = 0.005
+"""Streamed events arriving within this window after one was relayed are merged into
+one group message: a fast tool then costs a few channel-layer messages per window
+instead of one per chunk, so no layer's per-channel capacity can silently drop any."""
 _STOP_GRACE_SECONDS = 3.0
 
 _active: dict[int, ActiveTurn] = {}
@@ -113,6 +123,9 @@ class ActiveTurn:
         self._buffer_chars = 0
         self._buffer_since = 0.0
         self._persist_lock = asyncio.Lock()
+        self._relay_buffer: list[dict[str, Any]] = []
+        self._relay_lock = asyncio.Lock()
+        self._relay_window: asyncio.Task[None] | None = None
         self._approvals: dict[str, asyncio.Future[ApprovalDecision]] = {}
         self._questions: dict[str, asyncio.Future[str]] = {}
         self._text_parts: list[str] = []
@@ -192,10 +205,42 @@ class ActiveTurn:
                 await self.flush()
         else:
             await self.flush(extra=event)
-        await _group_send(
-            events_group(self.conversation_id), {"type": "chat.event", "event": event}
-        )
+        await self._relay(event)
         return event
+
+    async def _relay(self, event: dict[str, Any]) -> None:
+        """Send ``event`` to every tab, in order, merging bursts of streamed events.
+
+        The first streamed event after a quiet spell goes out at once and opens a
+        short window; streamed events arriving inside it wait and go out merged when
+        it closes. Any other event first sends what is waiting, so order holds.
+        """
+        if event["type"] in _STREAMED and self._relay_window is not None:
+            self._relay_buffer.append(event)
+            return
+        async with self._relay_lock:
+            await self._relay_send(_coalesce(self._relay_buffer))
+            self._relay_buffer = []
+            await self._relay_send([event])
+        if event["type"] in _STREAMED:
+            self._relay_window = asyncio.create_task(self._relay_window_close())
+
+    async def _relay_window_close(self) -> None:
+        try:
+            while True:
+                await asyncio.sleep(_RELAY_WINDOW_SECONDS)
+                async with self._relay_lock:
+                    waiting, self._relay_buffer = self._relay_buffer, []
+                    await self._relay_send(_coalesce(waiting))
+                if not waiting:
+                    return
+        finally:
+            self._relay_window = None
+
+    async def _relay_send(self, events: list[dict[str, Any]]) -> None:
+        group = events_group(self.conversation_id)
+        for event in events:
+            await _group_send(group, {"type": "chat.event", "event": event})
 
     async def flush(self, extra: dict[str, Any] | None = None) -> None:
         """Write buffered streamed events (and ``extra``) to run history, in order."""
@@ -215,6 +260,7 @@ class ActiveTurn:
         channel = await layer.new_channel()
         await layer.group_add(control_group(self.conversation_id), channel)
         listener = asyncio.create_task(self._listen(layer, channel))
+        heartbeat = asyncio.create_task(lease_keep(run_id=self.run_id, on_lost=self._stop))
         status, usage, error, final_text = "error", {}, "", None
         finished_seen = False
         try:
@@ -230,7 +276,12 @@ class ActiveTurn:
 
             async for event in process_user_turn(self.request):
                 data = event.to_dict()
-                if data["type"] == "text_delta":
+                if data["type"] == "tools_resolved":
+                    # One row per registered tool is too much to relay and store per turn.
+                    data["explain"] = explain_compact(
+                        data.get("explain", []), tools=data["tools"], deferred=data["deferred"]
+                    )
+                elif data["type"] == "text_delta":
                     self._text_parts.append(data["text"])
                 elif data["type"] == "turn_finished":
                     finished_seen = True
@@ -247,6 +298,7 @@ class ActiveTurn:
             await self._safe_emit({"type": "error", "message": error, "kind": "internal"})
         finally:
             listener.cancel()
+            heartbeat.cancel()
             await _safe(layer.group_discard(control_group(self.conversation_id), channel))
         if self.request.cancel.is_set() and status in ("completed", "error") and not error:
             status = "stopped"
@@ -273,6 +325,8 @@ class ActiveTurn:
             message = await database_sync_to_async(run_finish)(
                 run_id=self.run_id, status=status, text=text, usage=usage, error=error
             )
+            # Closed as orphaned while it stalled: that verdict stands, and tabs are told.
+            status, error = message.run.status, message.run.error
             await self._safe_emit(
                 {
                     "type": "assistant_message",

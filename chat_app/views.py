@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import json
 
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_not_required
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+)
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.http import require_GET, require_POST
 
 from chat_app.markdown import render_markdown
@@ -14,12 +22,19 @@ from chat_app.selectors import (
     conversation_list,
     conversation_transcript,
     model_choices,
+    run_explain_groups,
     tool_result_path,
 )
-from chat_app.services import conversation_create
+from chat_app.services import conversation_create, run_expire_orphans
 from openprogram_site.api_errors import NotFoundError
 
-__all__ = ["chat_home", "conversation_new", "conversation_page", "tool_result_download"]
+__all__ = [
+    "chat_home",
+    "conversation_new",
+    "conversation_page",
+    "favicon",
+    "tool_result_download",
+]
 
 
 def _composer_context(request: HttpRequest) -> dict:
@@ -57,10 +72,13 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
         conversation = conversation_get(owner=request.user, conversation_id=conversation_id)
     except NotFoundError as exc:
         raise Http404(exc.message) from exc
+    # A turn whose server died must not show as running forever (its lease ran out).
+    run_expire_orphans(conversation_id=conversation.pk)
     runs = conversation_transcript(conversation=conversation)
     for run in runs:
         replies = [m for m in run.messages.all() if m.role == "assistant"]
         run.reply_html = render_markdown(replies[-1].text) if replies else ""
+        run.not_offered = run_explain_groups(run=run)
         run.user_text = next((m.text for m in run.messages.all() if m.role == "user"), "")
         for call in run.tool_calls.all():
             call.arguments_json = json.dumps(call.arguments, indent=2, ensure_ascii=False)
@@ -85,3 +103,10 @@ def tool_result_download(request: HttpRequest, run_id: int, call_id: str) -> Fil
     return FileResponse(
         path.open("rb"), as_attachment=True, filename=path.name, content_type="text/plain"
     )
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """Browsers ask for /favicon.ico on every page, logged in or not."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))

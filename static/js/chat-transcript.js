@@ -180,6 +180,18 @@
           const list = el("p", "offered-list", event.tools.join(", "));
           list.setAttribute("data-testid", "offered-tools");
           offered.append(list);
+          // The compact explain trace: each reason once, with the tools it kept out.
+          const groups = (event.explain && event.explain.not_offered) || [];
+          if (groups.length) {
+            const notOffered = el("div", "not-offered");
+            notOffered.setAttribute("data-testid", "not-offered");
+            groups.forEach((g) => {
+              const p = el("p");
+              p.append(el("span", "layer", g.layer || ""), ` ${g.reason}: ${g.names.join(", ")}`);
+              notOffered.append(p);
+            });
+            offered.append(notOffered);
+          }
           (event.warnings || []).forEach((w) => offered.append(el("p", "warning", w)));
           part.prepend(offered);
           break;

@@ -198,3 +198,11 @@ def test_the_todo_panel_updates_live(server, page):
     _wait_run_status(page, "completed")
     page.reload()
     assert page.locator("#todo-list li").inner_text() == "pack bags"
+
+
+def test_the_favicon_is_served_to_anonymous_browsers(server, page):
+    response = page.request.get(server.url + "/favicon.ico")
+    # Followed from /favicon.ico to the static SVG: no 404, no login page.
+    assert response.status == 200 and response.url.endswith("/static/favicon.svg")
+    assert response.headers["content-type"].startswith("image/svg+xml")
+    assert response.text().startswith("<svg")

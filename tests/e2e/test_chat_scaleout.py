@@ -107,3 +107,52 @@ def test_stop_from_another_process_stops_the_turn(browser, two_servers):
     a.wait_for_selector(".run[data-status=stopped] .run-status", timeout=10_000)
     b.wait_for_selector(".run[data-status=stopped] .run-status", timeout=10_000)
     context.close()
+
+
+@pytest.fixture
+def crashable_servers(tmp_path_factory, redis_url):
+    """Two processes with a 2-second run lease; the test kills the first one."""
+    home = tmp_path_factory.mktemp("crash-home")
+    first = make_server(home, REDIS_URL=redis_url, OPENPROGRAM_RUN_LEASE_SECONDS="2")
+    first.create_users()
+    second = make_server(home, REDIS_URL=redis_url, OPENPROGRAM_RUN_LEASE_SECONDS="2")
+    first.start()
+    second.start()
+    yield first, second
+    first.stop()
+    second.stop()
+
+
+def _wait_until(check, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
+def test_a_turn_left_by_a_crashed_process_stops_blocking_its_conversation(
+    browser, crashable_servers
+):
+    first, second = crashable_servers
+    context, a, b = _open_in_both(browser, crashable_servers)
+    a.fill("#composer-text", "/bash echo never-approved")
+    a.press("#composer-text", "Enter")
+    b.wait_for_selector(".tool-card[data-status=awaiting_approval]")
+    conversation_id = a.url.rstrip("/").rsplit("/", 1)[1]
+    first.proc.kill()  # a hard crash: no clean-up runs in that process
+    first.proc.wait(timeout=10)
+
+    def orphan_closed() -> bool:
+        runs = b.request.get(f"{second.url}/api/conversations/{conversation_id}/runs").json()
+        return runs[0]["status"] == "error"
+
+    # The dead process stopped renewing the lease; the next touch closes the run.
+    _wait_until(orphan_closed)
+    b.reload()
+    b.wait_for_selector("#connection[data-state=open]")
+    assert "the server running this turn stopped" in b.locator(".run-error").inner_text()
+    b.fill("#composer-text", "Which tools can you use?")
+    b.press("#composer-text", "Enter")
+    b.wait_for_selector(".run:last-child[data-status=completed] .run-status", timeout=40_000)
+    assert b.locator(".run").count() == 2
+    context.close()

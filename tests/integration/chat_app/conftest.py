@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import subprocess
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -17,6 +21,52 @@ ORIGIN = "http://127.0.0.1:8000"
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
     # The in-memory layer is a process singleton; queues must not outlive a test's loop.
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A real redis-server for the tests that need several processes' channel layer.
+
+    Module-scoped, so it is gone before other modules count this process's children.
+    """
+    if os.environ.get("REDIS_TEST_URL"):
+        yield os.environ["REDIS_TEST_URL"]
+        return
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is not installed (make test installs it)")
+    from tests.servers import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+        cwd=tmp_path_factory.mktemp("redis"),
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    ping = ["redis-cli", "-p", str(port), "ping"]
+    while subprocess.run(ping, capture_output=True).stdout.strip() != b"PONG":
+        assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/2"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_channel_layer(settings, redis_url):
+    """The Redis channel layer, as with several daphne processes (a fresh prefix per test)."""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [{"address": redis_url, "socket_timeout": 15}],
+                "prefix": f"test-{uuid.uuid4().hex[:8]}",
+            },
+        }
+    }
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()

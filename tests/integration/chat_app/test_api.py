@@ -165,7 +165,7 @@ def test_a_run_left_running_by_a_stopped_server_is_closed_by_the_next_turn(
     # One process (in-memory layer) and no task owns that run: it is closed as abandoned.
     assert response.status_code == 200
     stale = Run.objects.filter(conversation=conversation).order_by("started").first()
-    assert stale.status == "error" and "server stopped" in stale.error
+    assert stale.status == "error" and stale.error == "the server running this turn stopped"
 
 
 def test_a_turn_with_a_keyless_model_is_refused_before_it_starts(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 
@@ -84,8 +86,8 @@ def _record_with_result(run, path) -> ToolCallRecord:
     )
 
 
-def test_the_owner_downloads_the_full_result(alice_client, finished_run):
-    results = settings.RESULTS_DIR
+def test_the_owner_downloads_the_full_result(alice_client, alice, finished_run):
+    results = settings.RESULTS_DIR / str(alice.pk)
     results.mkdir(parents=True, exist_ok=True)
     path = results / "read-call-1.txt"
     path.write_text("the whole result")
@@ -96,8 +98,8 @@ def test_the_owner_downloads_the_full_result(alice_client, finished_run):
     assert "attachment" in response["Content-Disposition"]
 
 
-def test_bob_cannot_download_alices_result(bob_client, finished_run):
-    path = settings.RESULTS_DIR / "read-call-1.txt"
+def test_bob_cannot_download_alices_result(bob_client, alice, finished_run):
+    path = settings.RESULTS_DIR / str(alice.pk) / "read-call-1.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("secret")
     _record_with_result(finished_run, path)
@@ -110,6 +112,15 @@ def test_a_recorded_path_outside_the_results_dir_is_not_served(
     outside = tmp_path / "passwd"
     outside.write_text("root:x")
     _record_with_result(finished_run, outside)
+    assert alice_client.get(f"/runs/{finished_run.pk}/calls/call-1/result/").status_code == 404
+
+
+def test_a_result_in_another_users_results_dir_is_not_served(alice_client, bob, finished_run):
+    # Even if a record of alice's pointed at bob's saved result, she gets nothing.
+    path = settings.RESULTS_DIR / str(bob.pk) / "read-call-9.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("bob's secret")
+    _record_with_result(finished_run, path)
     assert alice_client.get(f"/runs/{finished_run.pk}/calls/call-1/result/").status_code == 404
 
 
@@ -160,3 +171,18 @@ def test_staff_read_a_run_with_its_tool_calls_in_the_admin(admin_client, finishe
     )
     assert conversation_page.status_code == 200
     assert admin_client.get("/admin/chat_app/run/add/").status_code == 403
+
+
+def test_favicon_ico_redirects_anonymous_browsers_to_the_svg_icon(client):
+    from django.contrib.staticfiles import finders
+
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301
+    assert response["Location"] == settings.STATIC_URL + "favicon.svg"
+    icon = finders.find("favicon.svg")
+    assert icon is not None and Path(icon).read_text().startswith("<svg")
+
+
+def test_every_page_links_the_favicon(alice_client, conversation):
+    page = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert f'<link rel="icon" type="image/svg+xml" href="{settings.STATIC_URL}favicon.svg">' in page

@@ -33,7 +33,9 @@ def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):
     try:
         link = _read_link(proc)
         wait_for_http(f"http://127.0.0.1:{port}/healthz", proc=proc)
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
         with opener.open(link) as resp:
             assert resp.status == 200
             assert 'data-testid="username"' in resp.read().decode()

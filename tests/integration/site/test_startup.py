@@ -11,7 +11,9 @@ def test_the_asgi_app_loads_without_importing_litellm(tmp_path):
         "print('litellm' in sys.modules)"
     )
     env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
 
@@ -30,8 +32,12 @@ def test_binding_beyond_loopback_turns_shell_off_unless_allowed(tmp_path):
         "print(s.OPENPROGRAM_ALLOW_SHELL, 'http://0.0.0.0:8000' in s.CSRF_TRUSTED_ORIGINS)"
     )
     env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path), "HOST": "0.0.0.0"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["False", "False"]
     env["OPENPROGRAM_ALLOW_SHELL"] = "1"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split()[0] == "True"
