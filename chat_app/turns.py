@@ -213,29 +213,28 @@ class ActiveTurn:
 
         The first streamed event after a quiet spell goes out at once and opens a
         short window; streamed events arriving inside it wait and go out merged when
-        it closes. Any other event first sends what is waiting, so order holds.
+        it closes. Any other event first sends what is waiting, so order holds. The
+        window check and every send happen under one lock, so no two paths interleave.
         """
-        if event["type"] in _STREAMED and self._relay_window is not None:
-            self._relay_buffer.append(event)
-            return
+        streamed = event["type"] in _STREAMED
         async with self._relay_lock:
-            await self._relay_send(_coalesce(self._relay_buffer))
-            self._relay_buffer = []
-            await self._relay_send([event])
-        if event["type"] in _STREAMED:
-            self._relay_window = asyncio.create_task(self._relay_window_close())
+            if streamed and self._relay_window is not None:
+                self._relay_buffer.append(event)
+                return
+            waiting, self._relay_buffer = self._relay_buffer, []
+            await self._relay_send([*_coalesce(waiting), event])
+            if streamed:
+                self._relay_window = asyncio.create_task(self._relay_window_close())
 
     async def _relay_window_close(self) -> None:
-        try:
-            while True:
-                await asyncio.sleep(_RELAY_WINDOW_SECONDS)
-                async with self._relay_lock:
-                    waiting, self._relay_buffer = self._relay_buffer, []
-                    await self._relay_send(_coalesce(waiting))
+        while True:
+            await asyncio.sleep(_RELAY_WINDOW_SECONDS)
+            async with self._relay_lock:
+                waiting, self._relay_buffer = self._relay_buffer, []
                 if not waiting:
+                    self._relay_window = None
                     return
-        finally:
-            self._relay_window = None
+                await self._relay_send(_coalesce(waiting))
 
     async def _relay_send(self, events: list[dict[str, Any]]) -> None:
         group = events_group(self.conversation_id)
