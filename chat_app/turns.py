@@ -60,6 +60,8 @@ _RELAY_WINDOW_SECONDS = 0.005
 one group message: a fast tool then costs a few channel-layer messages per window
 instead of one per chunk, so no layer's per-channel capacity can silently drop any."""
 _STOP_GRACE_SECONDS = 3.0
+_LISTENER_CLOSE = "turn.listener.close"
+_LISTENER_CLOSE_SECONDS = 5.0
 
 _active: dict[int, ActiveTurn] = {}
 
@@ -296,9 +298,8 @@ class ActiveTurn:
             status, error = "error", f"the turn failed: {type(exc).__name__}: {exc}"
             await self._safe_emit({"type": "error", "message": error, "kind": "internal"})
         finally:
-            listener.cancel()
             heartbeat.cancel()
-            await _safe(layer.group_discard(control_group(self.conversation_id), channel))
+            await self._stop_listening(layer, channel, listener)
         if self.request.cancel.is_set() and status in ("completed", "error") and not error:
             status = "stopped"
         text = final_text if final_text is not None else "".join(self._text_parts)
@@ -348,8 +349,28 @@ class ActiveTurn:
     async def _listen(self, layer: Any, channel: str) -> None:
         while True:
             message = await layer.receive(channel)
+            if message.get("type") == _LISTENER_CLOSE:
+                return
             if message.get("type") == "turn.control":
                 self.control(message)
+
+    async def _stop_listening(self, layer: Any, channel: str, listener: asyncio.Task) -> None:
+        """End the control listener by message, not by cancelling it.
+
+        channels-redis shares one Redis key among all of a process's channels and the
+        receive in flight may have just popped a message meant for another consumer
+        (a tab's socket); cancelling it there loses that message. Observed as tabs
+        missing ``turn_finished`` with two processes on Redis under load.
+        """
+        await _safe(layer.group_discard(control_group(self.conversation_id), channel))
+        await _safe(layer.send(channel, {"type": _LISTENER_CLOSE}))
+        try:
+            await asyncio.wait_for(asyncio.shield(listener), _LISTENER_CLOSE_SECONDS)
+        except asyncio.CancelledError:
+            listener.cancel()
+            raise
+        except Exception:  # it did not stop in time, or it had failed
+            listener.cancel()
 
 
 async def _safe(awaitable: Any) -> None:
