@@ -15,13 +15,9 @@ redis-server this bench starts on a free loopback port and stops afterwards.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
 import statistics
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from bench._util import print_table, ratio
@@ -34,7 +30,7 @@ from bench._ws import (
     echo_round_trips,
     percentile,
 )
-from tests.servers import DaphneServer, free_port, make_server
+from tests.servers import DaphneServer, make_server, redis_server
 
 __all__ = ["main"]
 
@@ -42,43 +38,6 @@ _CHATS = 100
 _TURN_TEXT = "/todo_read\n/list_dir\n/todo_read"
 _TOOL_CALLS = 3
 _TURN_TIMEOUT = 120.0
-
-
-@contextlib.contextmanager
-def _redis_server(directory: Path) -> Iterator[str]:
-    if shutil.which("redis-server") is None:
-        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        cwd=directory,
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while (
-            subprocess.run(
-                ["redis-cli", "-p", str(port), "ping"], capture_output=True, check=False
-            ).stdout.strip()
-            != b"PONG"
-        ):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not start within 10 s")
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _completed(outcome: TurnRecord | BaseException) -> bool:
@@ -181,7 +140,7 @@ def main() -> None:
         rows += more_rows
         lost += more_lost
         shared = Path(tmp) / "shared"
-        with _redis_server(Path(tmp)) as redis_url:
+        with redis_server(Path(tmp)) as redis_url:
             first = make_server(shared, REDIS_URL=redis_url)
             first.create_users()
             second = make_server(shared, REDIS_URL=redis_url)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,3 +122,35 @@ def make_server(home: Path, **extra_env: str) -> DaphneServer:
     server = DaphneServer(home=home, port=port, env=env, extra_env=extra_env)
     server.manage("migrate", "--noinput", "-v", "0")
     return server
+
+
+@contextlib.contextmanager
+def redis_server(directory: Path, *, db: int = 0) -> Iterator[str]:
+    """A private redis-server on a free loopback port; yields its URL, stops it after.
+
+    ``REDIS_TEST_URL`` (set by ``make test``, which runs one for the whole suite) is used
+    instead when present.
+    """
+    if os.environ.get("REDIS_TEST_URL"):
+        yield os.environ["REDIS_TEST_URL"]
+        return
+    if shutil.which("redis-server") is None:
+        raise RuntimeError("redis-server is not installed (make test installs it)")
+    port = free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    proc = subprocess.Popen(
+        [*command, "--appendonly", "no"],
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        ping = ["redis-cli", "-p", str(port), "ping"]
+        while subprocess.run(ping, capture_output=True, check=False).stdout.strip() != b"PONG":
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start within 10 s")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/{db}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -7,53 +7,21 @@ that owns the turn.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import time
 
 import pytest
 
 from tests.e2e.conftest import login
-from tests.servers import free_port, make_server
+from tests.servers import make_server, redis_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
-    if os.environ.get("REDIS_TEST_URL"):
-        yield os.environ["REDIS_TEST_URL"]
-        return
-    if shutil.which("redis-server") is None:
-        pytest.fail("redis-server is not installed (make test installs it)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        cwd=tmp_path_factory.mktemp("redis"),
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while (
-        subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip()
-        != b"PONG"
-    ):
-        assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-        time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/1"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with redis_server(tmp_path_factory.mktemp("redis"), db=1) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import subprocess
 import time
 import uuid
 from typing import Any
@@ -32,27 +29,10 @@ def redis_url(tmp_path_factory):
 
     Module-scoped, so it is gone before other modules count this process's children.
     """
-    if os.environ.get("REDIS_TEST_URL"):
-        yield os.environ["REDIS_TEST_URL"]
-        return
-    if shutil.which("redis-server") is None:
-        pytest.fail("redis-server is not installed (make test installs it)")
-    from tests.servers import free_port
+    from tests.servers import redis_server
 
-    port = free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
-        cwd=tmp_path_factory.mktemp("redis"),
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    ping = ["redis-cli", "-p", str(port), "ping"]
-    while subprocess.run(ping, capture_output=True).stdout.strip() != b"PONG":
-        assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-        time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/2"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with redis_server(tmp_path_factory.mktemp("redis"), db=2) as url:
+        yield url
 
 
 @pytest.fixture
