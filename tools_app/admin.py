@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from openprogram_site.api_errors import UnprocessableError
 from tools_app.agent_profile_services import agent_tools_validate
+from tools_app.catalog_sync import MIRRORED_FIELDS
 from tools_app.models import AgentProfile, Tool, ToolProfile, UserToolSettings
 from tools_app.services import profile_validate_name
 
@@ -41,18 +42,10 @@ class ToolAdmin(admin.ModelAdmin):
     list_editable = ("disabled",)
     list_filter = ("disabled", "source", "present", "deferred", "exposed", "requires_approval")
     search_fields = ("name", "label", "description", "server", "package")
+    # Everything the registry owns is read-only here; only the global disable is editable.
     readonly_fields = (
         "name",
-        "label",
-        "description",
-        "source",
-        "server",
-        "package",
-        "toolsets",
-        "deferred",
-        "requires_approval",
-        "exposed",
-        "parameters",
+        *MIRRORED_FIELDS,
         "present",
         "first_seen",
         "last_seen",

@@ -24,6 +24,7 @@ from openprogram.programs import registry
 from tools_app.models import Tool
 
 __all__ = [
+    "MIRRORED_FIELDS",
     "tool_catalog_mark_stale",
     "tool_catalog_sync",
     "tool_catalog_sync_at_startup",
@@ -32,7 +33,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_MIRRORED = (
+MIRRORED_FIELDS = (
     "label",
     "description",
     "source",
@@ -103,7 +104,7 @@ def tool_catalog_sync() -> dict[str, int]:
                 changed.append(row)
             # ignore_conflicts: another process may insert the same new tool concurrently.
             Tool.objects.bulk_create(created, ignore_conflicts=True)
-            Tool.objects.bulk_update(changed, [*_MIRRORED, "present", "last_seen"])
+            Tool.objects.bulk_update(changed, [*MIRRORED_FIELDS, "present", "last_seen"])
         _synced_version = version
     gone = sum(1 for row in changed if not row.present)
     return {"created": len(created), "updated": len(changed) - gone, "gone": gone}
