@@ -32,6 +32,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from chat_app.explain import explain_compact
 from chat_app.leases import lease_keep
 from chat_app.markdown import render_markdown
+from chat_app.relay import STREAMED, GroupRelay, coalesce_streamed, group_send_safely
 from chat_app.schemas import TurnOptions
 from chat_app.turn_inputs import turn_prepare
 from openprogram.agent.types import ApprovalDecision, ApprovalRequest
@@ -51,14 +52,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 ControlAction = Literal["approve", "deny", "answer", "stop"]
-_STREAMED = ("text_delta", "tool_update")
 _FLUSH_AFTER_SECONDS = 0.25
 _FLUSH_AFTER_CHARS = 8_000
-_PERSISTED_UPDATE_CHARS = 20_000
-_RELAY_WINDOW_SECONDS = 0.005
-"""Streamed events arriving within this window after one was relayed are merged into
-one group message: a fast tool then costs a few channel-layer messages per window
-instead of one per chunk, so no layer's per-channel capacity can silently drop any."""
 _STOP_GRACE_SECONDS = 3.0
 _LISTENER_CLOSE = "turn.listener.close"
 _LISTENER_CLOSE_SECONDS = 5.0
@@ -92,25 +87,6 @@ class TurnOutcome:
     error: str
 
 
-def _coalesce(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Merge runs of text deltas (and of one call's tool output) into single events."""
-    merged: list[dict[str, Any]] = []
-    for event in events:
-        last = merged[-1] if merged else None
-        if (
-            last is not None
-            and last["type"] == event["type"]
-            and last.get("call_id") == event.get("call_id")
-        ):
-            text = last["text"] + event["text"]
-            if event["type"] == "tool_update":
-                text = text[-_PERSISTED_UPDATE_CHARS:]
-            merged[-1] = {**event, "text": text}
-        else:
-            merged.append(dict(event))
-    return merged
-
-
 class ActiveTurn:
     """One running turn: its request, its pending approvals/questions, its event stream."""
 
@@ -125,9 +101,7 @@ class ActiveTurn:
         self._buffer_chars = 0
         self._buffer_since = 0.0
         self._persist_lock = asyncio.Lock()
-        self._relay_buffer: list[dict[str, Any]] = []
-        self._relay_lock = asyncio.Lock()
-        self._relay_window: asyncio.Task[None] | None = None
+        self._relay = GroupRelay(events_group(conversation_id))
         self._approvals: dict[str, asyncio.Future[ApprovalDecision]] = {}
         self._questions: dict[str, asyncio.Future[str]] = {}
         self._text_parts: list[str] = []
@@ -195,7 +169,7 @@ class ActiveTurn:
         """Number, persist (coalescing streamed text) and relay one event to every tab."""
         self.seq += 1
         event = {**event, "seq": self.seq, "run_id": self.run_id}
-        if event["type"] in _STREAMED:
+        if event["type"] in STREAMED:
             if not self._buffer:
                 self._buffer_since = time.monotonic()
             self._buffer.append(event)
@@ -207,46 +181,13 @@ class ActiveTurn:
                 await self.flush()
         else:
             await self.flush(extra=event)
-        await self._relay(event)
+        await self._relay.send(event)
         return event
-
-    async def _relay(self, event: dict[str, Any]) -> None:
-        """Send ``event`` to every tab, in order, merging bursts of streamed events.
-
-        The first streamed event after a quiet spell goes out at once and opens a
-        short window; streamed events arriving inside it wait and go out merged when
-        it closes. Any other event first sends what is waiting, so order holds. The
-        window check and every send happen under one lock, so no two paths interleave.
-        """
-        streamed = event["type"] in _STREAMED
-        async with self._relay_lock:
-            if streamed and self._relay_window is not None:
-                self._relay_buffer.append(event)
-                return
-            waiting, self._relay_buffer = self._relay_buffer, []
-            await self._relay_send([*_coalesce(waiting), event])
-            if streamed:
-                self._relay_window = asyncio.create_task(self._relay_window_close())
-
-    async def _relay_window_close(self) -> None:
-        while True:
-            await asyncio.sleep(_RELAY_WINDOW_SECONDS)
-            async with self._relay_lock:
-                waiting, self._relay_buffer = self._relay_buffer, []
-                if not waiting:
-                    self._relay_window = None
-                    return
-                await self._relay_send(_coalesce(waiting))
-
-    async def _relay_send(self, events: list[dict[str, Any]]) -> None:
-        group = events_group(self.conversation_id)
-        for event in events:
-            await _group_send(group, {"type": "chat.event", "event": event})
 
     async def flush(self, extra: dict[str, Any] | None = None) -> None:
         """Write buffered streamed events (and ``extra``) to run history, in order."""
         async with self._persist_lock:
-            batch = _coalesce(self._buffer)
+            batch = coalesce_streamed(self._buffer)
             self._buffer, self._buffer_chars = [], 0
             if extra is not None:
                 batch.append(extra)
@@ -380,14 +321,6 @@ async def _safe(awaitable: Any) -> None:
         _log.exception("channel layer call failed")
 
 
-async def _group_send(group: str, message: dict[str, Any]) -> None:
-    # A broken channel layer must not take the turn down: history still has the event.
-    try:
-        await get_channel_layer().group_send(group, message)
-    except Exception:
-        _log.exception("could not relay to %r", group)
-
-
 async def turn_start(
     *,
     user: AbstractBaseUser,
@@ -450,7 +383,7 @@ async def turn_control_send(
     text: str = "",
 ) -> None:
     """Route a control message to whichever process runs the conversation's turn."""
-    await _group_send(
+    await group_send_safely(
         control_group(conversation_id),
         {
             "type": "turn.control",
