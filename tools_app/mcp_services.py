@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import DatabaseError, close_old_connections, transaction
+from django.db import DatabaseError, OperationalError, close_old_connections, transaction
 from django.db.models.signals import post_delete, post_save
 
 from openprogram.mcp import (
@@ -189,16 +190,32 @@ def _start_stored_servers() -> None:
             logger.error("MCP server %r not started: %s", row.name, exc.message)
 
 
+_FINGERPRINT_WRITE_ATTEMPTS = 5
+
+
 def _record_first_fingerprints(name: str, fingerprints: dict[str, str]) -> None:
-    """Store the definitions trusted on first use, unless an operator approved others since."""
-    try:
-        MCPServer.objects.filter(name=name, approved_fingerprints={}).update(
-            approved_fingerprints=fingerprints
-        )
-    except DatabaseError as exc:
-        logger.warning("MCP server %r: could not store its fingerprints (%s)", name, exc)
-    finally:
-        close_old_connections()
+    """Store the definitions trusted on first use, unless an operator approved others since.
+
+    Runs on the MCP manager's thread, beside the web process's own writes: a briefly
+    locked SQLite table is retried with a short backoff (under a second in all) rather
+    than losing the first-use record.
+    """
+    for attempt in range(_FINGERPRINT_WRITE_ATTEMPTS):
+        try:
+            MCPServer.objects.filter(name=name, approved_fingerprints={}).update(
+                approved_fingerprints=fingerprints
+            )
+            return
+        except OperationalError as exc:
+            if attempt + 1 == _FINGERPRINT_WRITE_ATTEMPTS or "locked" not in str(exc):
+                logger.warning("MCP server %r: could not store its fingerprints (%s)", name, exc)
+                return
+            time.sleep(0.05 * 2**attempt)
+        except DatabaseError as exc:
+            logger.warning("MCP server %r: could not store its fingerprints (%s)", name, exc)
+            return
+        finally:
+            close_old_connections()
 
 
 def _after_save(sender: type[MCPServer], instance: MCPServer, **kwargs: Any) -> None:
