@@ -212,32 +212,25 @@ def profile_create(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
-def profile_rename(request: HttpRequest, name: str) -> HttpResponse:
+def _to_new_name(request: HttpRequest, name: str, action: str, service) -> HttpResponse:
+    """Rename and duplicate share a form: the profile's new name in ``new_name``."""
+    new_name = request.POST.get("new_name", "")
     return _attempt(
         request,
         _selected(request, name),
-        "rename",
-        lambda: (
-            services.profile_rename(
-                owner=request.user, name=name, new_name=request.POST.get("new_name", "")
-            ).name
-        ),
+        action,
+        lambda: service(owner=request.user, name=name, new_name=new_name).name,
     )
+
+
+@require_POST
+def profile_rename(request: HttpRequest, name: str) -> HttpResponse:
+    return _to_new_name(request, name, "rename", services.profile_rename)
 
 
 @require_POST
 def profile_duplicate(request: HttpRequest, name: str) -> HttpResponse:
-    return _attempt(
-        request,
-        _selected(request, name),
-        "duplicate",
-        lambda: (
-            services.profile_duplicate(
-                owner=request.user, name=name, new_name=request.POST.get("new_name", "")
-            ).name
-        ),
-    )
+    return _to_new_name(request, name, "duplicate", services.profile_duplicate)
 
 
 @require_POST
