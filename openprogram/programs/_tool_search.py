@@ -1,9 +1,10 @@
 """The ``tool_search`` tool: how the model loads a deferred tool's schema (layer 6).
 
 Two query forms. ``select:NAME[,NAME]`` loads exact names. Anything else is
-keywords, ranked with BM25 over each deferred tool's name (weighted highest),
-parameter names and description. Every hit is marked loaded, so its full schema
-is in the very next provider request. The searchable pool is the turn's
+keywords, ranked by ``_search_index.SearchIndex`` (BM25F over each deferred
+tool's name, parameters and descriptions; near-duplicates moved behind distinct
+hits). Every hit is marked loaded, so its full schema is in the very next provider
+request. The searchable pool is the turn's
 resolved tool list: a tool vetoed by layers 2-5 is never found, never loaded,
 and never suggested as a "closest match".
 """
@@ -13,26 +14,18 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
-import math
-import re
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
 from openprogram.programs import registry
 from openprogram.programs._deferred_state import current_state, mark_deferred_loaded
+from openprogram.programs._search_index import SearchIndex as _SearchIndex
 
 __all__ = ["TOOL_SEARCH_NAME", "ToolSearch", "tool_search"]
 
 TOOL_SEARCH_NAME = "tool_search"
 _SELECT_PREFIX = "select:"
 _MAX_RESULTS_CAP = 20
-_NAME_WEIGHT = 3
-_PARAM_WEIGHT = 2
-_BM25_K1 = 1.2
-_BM25_B = 0.75
 
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -55,67 +48,6 @@ _PARAMETERS: dict[str, Any] = {
     "required": ["query"],
     "additionalProperties": False,
 }
-
-
-def _terms(text: str) -> list[str]:
-    # Split camelCase and snake_case alike; a crude plural strip lets "issues" find "issue".
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    words = re.findall(r"[a-z0-9]+", spaced.lower())
-    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
-
-
-def _document(tool: AgentTool) -> Counter[str]:
-    doc: Counter[str] = Counter()
-    for term in _terms(tool.name):
-        doc[term] += _NAME_WEIGHT
-    properties = (tool.parameters or {}).get("properties") or {}
-    if isinstance(properties, dict):
-        for param in properties:
-            for term in _terms(str(param)):
-                doc[term] += _PARAM_WEIGHT
-    doc.update(_terms(tool.description or ""))
-    return doc
-
-
-@dataclass
-class _SearchIndex:
-    tools: list[AgentTool]
-    docs: list[Counter[str]]
-    lengths: list[int]
-    average_length: float
-    document_frequency: Counter[str]
-
-    @classmethod
-    def build(cls, tools: Sequence[AgentTool]) -> _SearchIndex:
-        docs = [_document(tool) for tool in tools]
-        lengths = [sum(doc.values()) for doc in docs]
-        frequency: Counter[str] = Counter()
-        for doc in docs:
-            frequency.update(doc.keys())
-        average = (sum(lengths) / len(lengths)) if lengths else 1.0
-        return cls(list(tools), docs, lengths, average or 1.0, frequency)
-
-    def rank(self, query: str, limit: int) -> list[AgentTool]:
-        terms = set(_terms(query))
-        wanted_name = query.strip().lower()
-        total = len(self.docs)
-        scored: list[tuple[float, int]] = []
-        for position, (doc, length) in enumerate(zip(self.docs, self.lengths, strict=True)):
-            score = 0.0
-            for term in terms:
-                tf = doc.get(term, 0)
-                if not tf:
-                    continue
-                df = self.document_frequency[term]
-                idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
-                norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / self.average_length)
-                score += idf * tf * (_BM25_K1 + 1) / (tf + norm)
-            if self.tools[position].name.lower() == wanted_name:
-                score += 100.0
-            if score > 0:
-                scored.append((score, position))
-        scored.sort(key=lambda item: (-item[0], item[1]))
-        return [self.tools[position] for _, position in scored[:limit]]
 
 
 _open_index: tuple[int, _SearchIndex] | None = None
