@@ -19,6 +19,7 @@ __all__ = [
     "env_database",
     "env_int",
     "env_list",
+    "env_model_prices",
     "env_path",
     "env_str",
 ]
@@ -93,6 +94,21 @@ def env_allow_hosts(name: str) -> list[str]:
         except ValueError as exc:
             raise ImproperlyConfigured(f"{name}: {exc}") from None
     return entries
+
+
+def env_model_prices(name: str) -> dict:
+    """A JSON object of per-model prices (USD per million tokens); see providers/pricing.py."""
+    import json
+
+    from openprogram.providers.pricing import parse_price_overrides
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        return parse_price_overrides(json.loads(raw))
+    except (ValueError, TypeError) as exc:
+        raise ImproperlyConfigured(f"{name} is not a valid price table: {exc}") from None
 
 
 def env_path(name: str, default: Path) -> Path:

@@ -33,6 +33,7 @@ from openprogram.programs.policy import Resolution, UnknownToolsetError, resolve
 from openprogram.programs.results import set_context_window_chars
 from openprogram.providers.context_window import context_window_chars
 from openprogram.providers.retry import RetryPolicy
+from openprogram.telemetry import turn_trace
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "build_messages", "process_user_turn", "resolve_turn_tools"]
 
@@ -160,6 +161,7 @@ async def _run_turn(
         max_steps=request.max_steps,
         retry=retry,
         provider=provider,
+        budget_check=request.budget_check,
     )
     sink(
         TurnFinished(
@@ -167,6 +169,8 @@ async def _run_turn(
             usage=outcome.usage,
             text=outcome.text,
             steps=outcome.steps,
+            cost_usd=outcome.cost_usd,
+            price_known=outcome.price_known,
         )
     )
 
@@ -190,21 +194,29 @@ async def process_user_turn(
     task = asyncio.create_task(_run_turn(request, queue.put_nowait, retry, provider))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     finished = False
+    trace = turn_trace(request)
     try:
         while True:
             item = await queue.get()
             if item is _END:
                 break
             finished = finished or isinstance(item, TurnFinished)
+            if trace is not None:
+                trace.observe(item)
             yield item
         if not finished:
             error = task.exception() if not task.cancelled() else None
             _log.error("turn crashed", exc_info=error)
-            yield TurnError(
+            crash = TurnError(
                 message=f"internal error: {type(error).__name__}: {error}", kind="internal"
             )
+            if trace is not None:
+                trace.observe(crash)
+            yield crash
             yield TurnFinished(stop_reason="error")
     finally:
+        if trace is not None:
+            trace.finish()
         if not task.done():
             request.cancel.set()
             task.cancel()

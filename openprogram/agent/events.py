@@ -21,6 +21,7 @@ __all__ = [
     "ApprovalResolved",
     "Event",
     "HistoryMessage",
+    "ModelCallFinished",
     "QuestionAsked",
     "TextDelta",
     "TodoUpdated",
@@ -121,12 +122,32 @@ class ToolFinished(Event):
 
 
 @dataclass
+class ModelCallFinished(Event):
+    """One provider call's tokens and price (``estimated`` when the provider gave no usage)."""
+
+    type: ClassVar[str] = "model_call"
+    model: str
+    step: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    price_known: bool = True
+    estimated: bool = False
+    finish_reason: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass
 class TurnFinished(Event):
     type: ClassVar[str] = "turn_finished"
-    stop_reason: Literal["completed", "stopped", "step_limit", "error"] = "completed"
+    stop_reason: Literal["completed", "stopped", "step_limit", "error", "budget"] = "completed"
     usage: dict[str, int] = field(default_factory=dict)
     text: str = ""
     steps: int = 0
+    cost_usd: float = 0.0
+    price_known: bool = True
+    """False when any model call's price was unknown (it was counted as 0)."""
 
 
 @dataclass
@@ -180,3 +201,6 @@ class TurnRequest:
     """Seconds an approval or a question waits for the human before it counts as denied."""
     can_use_context: dict[str, Any] = field(default_factory=dict)
     """Passed to each tool's layer-4 ``can_use`` gate (user, role...)."""
+    budget_check: Callable[[float], Awaitable[str | None]] | None = None
+    """Called before every model call with this turn's cost so far (USD); a message means
+    the user's budget is spent: refused before the first call, stopped after a step."""

@@ -10,15 +10,18 @@ terminal error, or promptly when ``cancel`` is set.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from openprogram.agent.events import Event, TextDelta, ToolFinished, TurnError
+from openprogram.agent.events import Event, ModelCallFinished, TextDelta, ToolFinished, TurnError
 from openprogram.agent.tool_calls import ToolCallOutcome, run_tool_call
 from openprogram.agent.types import AgentTool, AgentToolResult, Message, ToolCall
+from openprogram.agent.usage import measured_usage
 from openprogram.programs.deferred import split_tools_for_dispatch
+from openprogram.providers.pricing import call_cost
 from openprogram.providers.retry import ProviderError, RetryPolicy
 from openprogram.providers.streaming import ProviderDelta, stream_chat
 
@@ -38,7 +41,8 @@ EventSink = Callable[[Event], None]
 StreamChat = Callable[..., AsyncIterator[ProviderDelta]]
 """A model: ``stream_chat``'s keyword signature. The default goes through litellm;
 a host may pass its own (a scripted stand-in in benchmarks, a non-litellm client)."""
-StopReason = Literal["completed", "stopped", "step_limit", "error"]
+StopReason = Literal["completed", "stopped", "step_limit", "error", "budget"]
+BudgetCheck = Callable[[float], Awaitable[str | None]]
 
 
 @dataclass
@@ -47,6 +51,8 @@ class LoopOutcome:
     text: str = ""
     usage: dict[str, int] = field(default_factory=dict)
     steps: int = 0
+    cost_usd: float = 0.0
+    price_known: bool = True
 
 
 def _model_content(result: AgentToolResult) -> str:
@@ -75,16 +81,23 @@ class _Turn:
         self.cancel = cancel
         self.text: list[str] = []
         self.usage: Counter[str] = Counter()
+        self.cost = 0.0
+        self.price_known = True
+        self.steps_priced = 0
         self.invalid_streak: Counter[str] = Counter()
 
     def outcome(self, reason: StopReason, steps: int) -> LoopOutcome:
-        return LoopOutcome(reason, "".join(self.text), dict(self.usage), steps)
+        return LoopOutcome(
+            reason, "".join(self.text), dict(self.usage), steps, self.cost, self.price_known
+        )
 
     async def ask_model(
         self, *, model: str, messages: list[Message], retry: RetryPolicy | None
     ) -> ProviderDelta | None:
         provider_tools, _ = split_tools_for_dispatch(self.tools)
         final: ProviderDelta | None = None
+        started = time.perf_counter()
+        step_start = len(self.text)
         async for delta in self.provider(
             model=model, messages=messages, tools=provider_tools, cancel=self.cancel, retry=retry
         ):
@@ -94,8 +107,40 @@ class _Turn:
             if delta.done:
                 final = delta
         if final is not None:
-            self.usage.update(final.usage)
+            self.account(model, messages, provider_tools, final, step_start, started)
         return final
+
+    def account(
+        self,
+        model: str,
+        messages: list[Message],
+        provider_tools: Sequence[AgentTool],
+        final: ProviderDelta,
+        step_start: int,
+        started: float,
+    ) -> None:
+        """Add one call's tokens and price to the turn and report them as an event."""
+        reply_text = "".join(self.text[step_start:])
+        usage, estimated = measured_usage(final, messages, provider_tools, reply_text)
+        cost = call_cost(model, usage)
+        self.usage.update(usage)
+        self.cost += cost.usd
+        self.price_known = self.price_known and cost.known
+        self.steps_priced += 1
+        self.sink(
+            ModelCallFinished(
+                model=model,
+                step=self.steps_priced,
+                prompt_tokens=usage.get("prompt_tokens", 0),
+                completion_tokens=usage.get("completion_tokens", 0),
+                cached_tokens=usage.get("cached_tokens", 0),
+                cost_usd=cost.usd,
+                price_known=cost.known,
+                estimated=estimated,
+                finish_reason=final.finish_reason,
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+        )
 
     async def run_calls(self, calls: list[ToolCall]) -> list[ToolCallOutcome] | None:
         """Run one step's calls concurrently; None when the turn was cancelled meanwhile."""
@@ -158,6 +203,7 @@ async def agent_loop(
     validation_budget: int = DEFAULT_VALIDATION_BUDGET,
     retry: RetryPolicy | None = None,
     provider: StreamChat | None = None,
+    budget_check: BudgetCheck | None = None,
 ) -> LoopOutcome:
     """Run the loop, appending to ``messages`` and sending events to ``sink``.
 
@@ -180,6 +226,11 @@ async def agent_loop(
                 )
             )
             return turn.outcome("step_limit", steps)
+        if budget_check is not None:
+            refusal = await budget_check(turn.cost)
+            if refusal:
+                sink(TurnError(kind="budget", message=refusal))
+                return turn.outcome("budget", steps)
         steps += 1
         step_start = len(turn.text)
         try:

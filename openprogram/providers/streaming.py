@@ -126,13 +126,18 @@ class _CancelRace:
 
 
 def _usage(chunk: Any) -> dict[str, int]:
+    """Token counts of a chunk that carries usage; cached prompt tokens when reported."""
     usage = getattr(chunk, "usage", None)
     if not usage:
         return {}
-    return {
+    counts = {
         key: int(getattr(usage, key, 0) or 0)
         for key in ("prompt_tokens", "completion_tokens", "total_tokens")
     }
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or getattr(usage, "cache_read_input_tokens", 0)
+    counts["cached_tokens"] = int(cached or 0)
+    return counts
 
 
 def _error_message(error: BaseException, model: str) -> str:

@@ -47,6 +47,8 @@ class FakeReply:
     error_message: str = ""
     hang: bool = False
     """Stop after the text chunks and hold the stream open until release() (Stop tests)."""
+    usage: dict[str, Any] | None = None
+    """The usage chunk to send as is (known numbers for cost tests); None estimates it."""
 
 
 def text_reply(text: str) -> FakeReply:
@@ -104,17 +106,12 @@ def _sse_chunks(reply: FakeReply, model: str, prompt_chars: int) -> list[dict[st
     chunks.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     completion = max(1, len(reply.text) // 4) + 10 * len(reply.tool_calls)
     prompt = max(1, prompt_chars // 4)
-    chunks.append(
-        {
-            **base,
-            "choices": [],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
-        }
-    )
+    usage = reply.usage or {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    chunks.append({**base, "choices": [], "usage": usage})
     return chunks
 
 

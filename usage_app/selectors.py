@@ -1,0 +1,139 @@
+"""Reading usage: a user's month by day and by model, every user's month, budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Literal
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from usage_app.models import DefaultBudget, ModelCall, UserBudget
+
+__all__ = [
+    "UserMonth",
+    "budget_for_user",
+    "month_spend",
+    "month_start",
+    "usage_all_users",
+    "usage_by_day",
+    "usage_by_model",
+]
+
+SortKey = Literal["user", "calls", "prompt_tokens", "completion_tokens", "cost", "budget"]
+SORT_KEYS: tuple[SortKey, ...] = (
+    "user",
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "budget",
+)
+
+
+def month_start(now: datetime | None = None) -> datetime:
+    """Midnight UTC on the first of the current month: budgets are per calendar month."""
+    now = now or timezone.now()
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _this_month(user_id: int | None = None) -> QuerySet[ModelCall]:
+    calls = ModelCall.objects.filter(created__gte=month_start())
+    return calls if user_id is None else calls.filter(user_id=user_id)
+
+
+def _totals() -> dict:
+    return {
+        "calls": Count("id"),
+        "prompt_tokens": Sum("prompt_tokens"),
+        "completion_tokens": Sum("completion_tokens"),
+        "cached_tokens": Sum("cached_tokens"),
+        "cost": Sum("cost_usd"),
+        "unpriced": Count("id", filter=Q(price_known=False)),
+    }
+
+
+def month_spend(*, user_id: int, exclude_run_id: int | None = None) -> Decimal:
+    calls = _this_month(user_id)
+    if exclude_run_id is not None:
+        calls = calls.exclude(run_id=exclude_run_id)
+    return calls.aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
+
+
+def budget_for_user(*, user_id: int) -> Decimal | None:
+    """The user's own monthly budget, else the default one, else None (no limit)."""
+    own = UserBudget.objects.filter(user_id=user_id).values_list("monthly_usd", flat=True).first()
+    if own is not None:
+        return own
+    return DefaultBudget.objects.values_list("monthly_usd", flat=True).first()
+
+
+def usage_by_day(*, user_id: int) -> list[dict]:
+    rows = (
+        _this_month(user_id)
+        .annotate(day=TruncDate("created", tzinfo=UTC))
+        .values("day")
+        .annotate(**_totals())
+        .order_by("day")
+    )
+    return list(rows)
+
+
+def usage_by_model(*, user_id: int) -> list[dict]:
+    return list(
+        _this_month(user_id).values("model").annotate(**_totals()).order_by("-cost", "model")
+    )
+
+
+@dataclass(frozen=True)
+class UserMonth:
+    user_id: int
+    username: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: Decimal
+    unpriced: int
+    budget: Decimal | None
+
+    @property
+    def left(self) -> Decimal | None:
+        return None if self.budget is None else max(self.budget - self.cost, Decimal(0))
+
+
+def usage_all_users(*, sort: str = "cost", descending: bool = True) -> list[UserMonth]:
+    """Every user's usage this month (users without calls included), sorted by ``sort``."""
+    totals = {row["user_id"]: row for row in _this_month().values("user_id").annotate(**_totals())}
+    default = DefaultBudget.objects.values_list("monthly_usd", flat=True).first()
+    own = dict(UserBudget.objects.values_list("user_id", "monthly_usd"))
+    rows = []
+    for user_id, username in get_user_model().objects.values_list("pk", "username"):
+        row = totals.get(user_id, {})
+        rows.append(
+            UserMonth(
+                user_id=user_id,
+                username=username,
+                calls=row.get("calls") or 0,
+                prompt_tokens=row.get("prompt_tokens") or 0,
+                completion_tokens=row.get("completion_tokens") or 0,
+                cost=row.get("cost") or Decimal(0),
+                unpriced=row.get("unpriced") or 0,
+                budget=own.get(user_id, default),
+            )
+        )
+    key = sort if sort in SORT_KEYS else "cost"
+    attribute = {"user": "username"}.get(key, key)
+
+    def sort_value(row: UserMonth) -> tuple:
+        value = getattr(row, attribute)
+        return (value is None, value if value is not None else 0)
+
+    return sorted(rows, key=sort_value, reverse=descending)
+
+
+def month_label(today: date | None = None) -> str:
+    return (today or month_start()).strftime("%B %Y")
