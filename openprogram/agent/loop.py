@@ -19,7 +19,7 @@ from typing import Literal
 from openprogram.agent.events import Event, ModelCallFinished, TextDelta, ToolFinished, TurnError
 from openprogram.agent.tool_calls import ToolCallOutcome, run_tool_call
 from openprogram.agent.types import AgentTool, AgentToolResult, Message, ToolCall
-from openprogram.agent.usage import measured_usage
+from openprogram.agent.usage import UsageMeter
 from openprogram.programs.deferred import split_tools_for_dispatch
 from openprogram.providers.pricing import call_cost
 from openprogram.providers.retry import ProviderError, RetryPolicy
@@ -84,6 +84,7 @@ class _Turn:
         self.cost = 0.0
         self.price_known = True
         self.steps_priced = 0
+        self.meter = UsageMeter()
         self.invalid_streak: Counter[str] = Counter()
 
     def outcome(self, reason: StopReason, steps: int) -> LoopOutcome:
@@ -121,7 +122,7 @@ class _Turn:
     ) -> None:
         """Add one call's tokens and price to the turn and report them as an event."""
         reply_text = "".join(self.text[step_start:])
-        usage, estimated = measured_usage(final, messages, provider_tools, reply_text)
+        usage, estimated = self.meter.measure(final, messages, provider_tools, reply_text)
         cost = call_cost(model, usage)
         self.usage.update(usage)
         self.cost += cost.usd

@@ -152,3 +152,30 @@ def test_cached_tokens_never_exceed_the_prompt():
     finally:
         set_price_overrides({})
     assert cost.usd == 0.0
+
+
+async def test_a_provider_without_usage_gets_its_tokens_counted(empty_registry):
+    from openprogram.agent.dispatcher import process_user_turn
+    from openprogram.agent.types import ToolCall
+    from openprogram.providers.streaming import ProviderDelta
+
+    tools.register_echo()
+    replies = iter(
+        [
+            [ProviderDelta(done=True, tool_calls=[ToolCall("c1", "echo", '{"text": "hi"}')])],
+            [ProviderDelta(text="All done here."), ProviderDelta(done=True)],
+        ]
+    )
+
+    async def no_usage_model(**_):
+        for delta in next(replies):
+            yield delta
+
+    request = TurnRequest(text="count me " * 50, model="custom/no-usage")
+    events = [event async for event in process_user_turn(request, provider=no_usage_model)]
+
+    calls = of_type(events, ModelCallFinished)
+    assert [c.estimated for c in calls] == [True, True]
+    assert calls[0].prompt_tokens >= 100  # the user text alone is 100 words
+    assert calls[1].prompt_tokens > calls[0].prompt_tokens  # the tool exchange was added
+    assert calls[1].completion_tokens >= 3

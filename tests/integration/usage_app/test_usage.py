@@ -136,3 +136,43 @@ def test_a_malformed_budget_is_refused_in_the_form(admin_client, alice):
     assert not UserBudget.objects.exists()
     admin_client.post(url, {"user": alice.pk, "monthly_usd": "12.50"})
     assert UserBudget.objects.get(user=alice).monthly_usd == Decimal("12.50")
+
+
+def test_the_api_reports_my_month_and_nobody_elses(alice, bob, client):
+    ModelCall.objects.create(user=alice, model="a", cost_usd=Decimal("0.5"), prompt_tokens=3)
+    ModelCall.objects.create(user=bob, model="b", cost_usd=Decimal("9"))
+    UserBudget.objects.create(user=alice, monthly_usd=Decimal("2"))
+    client.force_login(alice)
+
+    body = client.get("/api/usage").json()
+
+    assert Decimal(body["spent_usd"]) == Decimal("0.5")
+    assert Decimal(body["budget_usd"]) == Decimal("2")
+    assert [row["key"] for row in body["by_model"]] == ["a"]
+    assert body["by_model"][0]["prompt_tokens"] == 3
+
+
+def test_the_api_needs_a_login(client):
+    assert client.get("/api/usage").status_code == 401
+
+
+def test_each_finished_run_shows_its_tokens_and_cost(alice, client):
+    from chat_app.models import Conversation
+
+    conversation = Conversation.objects.create(owner=alice, model=MODEL)
+    Run.objects.create(
+        conversation=conversation,
+        model=MODEL,
+        status="completed",
+        usage={
+            "prompt_tokens": 1200,
+            "completion_tokens": 34,
+            "cost_usd": 0.0123,
+            "price_known": True,
+        },
+    )
+    client.force_login(alice)
+
+    page = client.get(f"/c/{conversation.pk}/").content.decode()
+
+    assert "1,234 tokens · 0.0123 USD" in page
