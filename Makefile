@@ -5,12 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# Installs come from uv.lock (hashes, exact versions), never from a fresh resolve.
+# Installs come from uv.lock (hashes, exact versions), never from a fresh resolve;
+# --locked also fails when pyproject.toml changed without `make lock`.
 # uv itself is bootstrapped with pip into .tools/, pinned; `make lock` refreshes uv.lock.
 UV_VERSION := 0.13.9
 TOOLS := .tools
 UV := $(TOOLS)/bin/uv
-SYNC := $(UV) sync --frozen --quiet --python $(PY)
+SYNC := $(UV) sync --locked --quiet --python $(PY)
 
 .PHONY: run test bench lint format system-deps clean lock install-run install-test install-bench
 
