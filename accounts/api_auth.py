@@ -18,6 +18,15 @@ class SessionAuth(APIKeyCookie):
     def __init__(self) -> None:
         super().__init__(csrf=True)
 
+    def _get_key(self, request: HttpRequest) -> str | None:
+        # No session, nothing to forge: answer 401 (from the API's auth error), not a
+        # CSRF 403, so a script learns it must authenticate. A logged-in session still
+        # needs the CSRF token on every unsafe method.
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
     def authenticate(self, request: HttpRequest, key: str | None):
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:

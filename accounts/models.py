@@ -1,4 +1,4 @@
-"""One-time login links and per-user API tokens. Only hashes are stored."""
+"""One-time login links, per-user API tokens (only hashes are stored), failed logins."""
 
 from __future__ import annotations
 
@@ -33,3 +33,23 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class LoginFailure(models.Model):
+    """One wrong password, by account name and client address (``accounts.login_throttle``).
+
+    Rows, not a cache: every process sees the same count, and a restart forgets nothing.
+    """
+
+    username = models.CharField(max_length=150)
+    address = models.CharField(max_length=64)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["username", "at"]),
+            models.Index(fields=["address", "at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"failed login for {self.username!r} from {self.address} at {self.at}"

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
+from accounts.login_forms import THROTTLED, ThrottledAuthenticationForm
 from accounts.services import InvalidLoginToken, login_token_redeem
 
 
@@ -23,3 +25,15 @@ def token_login(request: HttpRequest, token: str) -> HttpResponse:
 @login_not_required
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
+
+
+class SignInView(LoginView):
+    """Django's login view with the throttled form; a locked-out attempt answers 429."""
+
+    authentication_form = ThrottledAuthenticationForm
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if form.has_error("__all__", THROTTLED):
+            response.status_code = 429
+        return response

@@ -58,7 +58,7 @@ for i in range({count}):
     name, cookie = seats[i % len(seats)]
     user = get_user_model().objects.get(username=name)
     conversation = conversation_create(owner=user, title="bench " + str(i), model="offline")
-    out.append({{"user": name, "cookie_header": cookie, "conversation_id": conversation.pk}})
+    out.append({{"user": name, "cookie_header": cookie, "conversation_id": str(conversation.public_id)}})
 print("SEATS=" + json.dumps(out))
 """
 
@@ -70,7 +70,8 @@ class ChatSeat:
     user: str
     cookie_header: str
     """``name=value`` of the owner's session cookie, ready for a Cookie header."""
-    conversation_id: int
+    conversation_id: str
+    """The conversation's public id, as in its URLs."""
 
 
 @dataclass

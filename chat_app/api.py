@@ -1,6 +1,7 @@
 """Conversations and run history over JSON, and unattended turns for scripts.
 
-Mounted at ``/api/``. Another user's conversation or run answers 404.
+Mounted at ``/api/``. Another user's conversation or run answers 404. A conversation
+is named by its random ``public_id`` (a UUID), never by its database key.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from chat_app.schemas import (
     TurnOut,
 )
 from chat_app.selectors import (
-    conversation_get,
+    conversation_by_public_id,
     conversation_list,
     run_events,
     run_explain_groups,
@@ -47,7 +48,7 @@ router = Router(tags=["chat"])
 
 def _conversation_out(c: Conversation) -> dict[str, Any]:
     return {
-        "id": c.pk,
+        "id": str(c.public_id),
         "title": c.title,
         "profile": c.profile_name,
         "model": c.model,
@@ -65,7 +66,7 @@ def _conversation_out(c: Conversation) -> dict[str, Any]:
 def _run_out(run: Run) -> dict[str, Any]:
     return {
         "id": run.pk,
-        "conversation": run.conversation_id,
+        "conversation": str(run.conversation.public_id),
         "status": run.status,
         "model": run.model,
         "profile": run.profile_name,
@@ -115,8 +116,10 @@ def conversations_create(request: HttpRequest, payload: ConversationIn):
 
 
 @router.get("/conversations/{conversation_id}", response=ConversationOut)
-def conversations_get(request: HttpRequest, conversation_id: int):
-    return _conversation_out(conversation_get(owner=request.user, conversation_id=conversation_id))
+def conversations_get(request: HttpRequest, conversation_id: str):
+    return _conversation_out(
+        conversation_by_public_id(owner=request.user, public_id=conversation_id)
+    )
 
 
 @router.patch(
@@ -124,8 +127,8 @@ def conversations_get(request: HttpRequest, conversation_id: int):
     response=ConversationOut,
     summary="Rename, or change the remembered profile, model, agent and toggles",
 )
-def conversations_patch(request: HttpRequest, conversation_id: int, payload: ConversationPatch):
-    conversation = conversation_get(owner=request.user, conversation_id=conversation_id)
+def conversations_patch(request: HttpRequest, conversation_id: str, payload: ConversationPatch):
+    conversation = conversation_by_public_id(owner=request.user, public_id=conversation_id)
     if payload.title is not None:
         conversation_rename(conversation=conversation, title=payload.title)
     sent = payload.model_dump(exclude_unset=True)
@@ -136,18 +139,19 @@ def conversations_patch(request: HttpRequest, conversation_id: int, payload: Con
 
 
 @router.delete("/conversations/{conversation_id}", response={204: None})
-def conversations_delete(request: HttpRequest, conversation_id: int):
+def conversations_delete(request: HttpRequest, conversation_id: str):
     conversation_delete(
-        conversation=conversation_get(owner=request.user, conversation_id=conversation_id)
+        conversation=conversation_by_public_id(owner=request.user, public_id=conversation_id)
     )
     return 204, None
 
 
 @router.get("/conversations/{conversation_id}/runs", response=list[RunOut])
-def conversations_runs(request: HttpRequest, conversation_id: int):
-    conversation = conversation_get(owner=request.user, conversation_id=conversation_id)
+def conversations_runs(request: HttpRequest, conversation_id: str):
+    conversation = conversation_by_public_id(owner=request.user, public_id=conversation_id)
     run_expire_orphans(conversation_id=conversation.pk)
-    return [_run_out(r) for r in run_list(owner=request.user, conversation_id=conversation_id)]
+    runs = run_list(owner=request.user, conversation_id=conversation.pk)
+    return [_run_out(r) for r in runs.select_related("conversation")]
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, summary="A run with its events and tool calls")
@@ -171,11 +175,14 @@ def runs_get(request: HttpRequest, run_id: int):
     description="Approvals are denied and ask_user_question is withheld (nobody is attending). "
     "The run's events and tool calls are at GET /api/runs/{run_id}.",
 )
-async def conversations_turn(request: HttpRequest, conversation_id: int, payload: TurnIn):
+async def conversations_turn(request: HttpRequest, conversation_id: str, payload: TurnIn):
     user = await sync_to_async(lambda: request.user)()
+    conversation = await sync_to_async(conversation_by_public_id)(
+        owner=user, public_id=conversation_id
+    )
     options = TurnOptions(**payload.model_dump(exclude={"text", "attended"}))
     outcome = await turn_run_to_completion(
-        user=user, conversation_id=conversation_id, text=payload.text, options=options
+        user=user, conversation_id=conversation.pk, text=payload.text, options=options
     )
     return {
         "run_id": outcome.run_id,

@@ -1,10 +1,15 @@
-"""The conversation socket, ``/ws/chat/<id>/``: relay a turn's events, take the user's input.
+"""The conversation socket, ``/ws/chat/<public id>/``: relay a turn's events, take input.
 
-Refuses anonymous users (close 4401) and anyone but the conversation's owner (close
-4404, as if it did not exist). On connect it sends a catch-up of the latest run from
-history, then joins the conversation's group so every event of a running turn arrives
-live; the browser drops what it already has by ``seq``. A frame it cannot use (bad
-JSON, unknown type, missing field, over 64 KB) gets an error frame; the socket stays.
+A foreign Origin never gets here (close 4403 in ``openprogram_site/origins.py``). The
+ownership check comes before anything else: an anonymous user is closed with 4401 and
+anyone but the conversation's owner with 4404 (as if it did not exist). Both are sent
+after accepting the handshake, so a browser sees the code (a refused handshake shows
+as 1006). On connect it sends a catch-up of the latest run from history, then joins
+the conversation's group so every event of a running turn arrives live; the browser
+drops what it already has by ``seq``. A frame it cannot use (bad JSON, unknown type,
+missing field) gets an error frame and the socket stays; a frame over 64 KB gets an
+error frame and close 4413 (daphne's own 1 MB limit answers the same way,
+``openprogram_site/ws_limits.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from chat_app.turns import (
     turn_control_send,
     turn_start,
 )
-from openprogram_site.api_errors import DomainError
+from openprogram_site.api_errors import DomainError, NotFoundError
+from openprogram_site.ws_limits import CLOSE_TOO_LARGE, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
 
@@ -35,10 +41,14 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 
-def _owns(user: Any, conversation_id: int) -> bool:
-    from chat_app.models import Conversation
+def _owned_conversation_id(user: Any, public_id: str) -> int | None:
+    """The conversation's key if ``user`` owns the one named ``public_id``, else None."""
+    from chat_app.selectors import conversation_by_public_id
 
-    return Conversation.objects.filter(owner=user, pk=conversation_id).exists()
+    try:
+        return conversation_by_public_id(owner=user, public_id=public_id).pk
+    except NotFoundError:
+        return None
 
 
 def _catch_up(conversation_id: int) -> dict[str, Any] | None:
@@ -78,12 +88,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self._refuse(CLOSE_UNAUTHENTICATED)
             return
-        self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
-        if not await database_sync_to_async(_owns)(user, self.conversation_id):
-            await self.close(code=CLOSE_NOT_FOUND)
+        public_id = self.scope["url_route"]["kwargs"]["public_id"]
+        owned = await database_sync_to_async(_owned_conversation_id)(user, public_id)
+        if owned is None:
+            await self._refuse(CLOSE_NOT_FOUND)
             return
+        self.conversation_id = owned
         self.group = events_group(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -95,6 +107,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if catch_up is not None:
             await self.send_json(catch_up)
 
+    async def _refuse(self, code: int) -> None:
+        """Accept, then close with ``code``: nothing is sent, and the browser sees why."""
+        await self.accept()
+        await self.close(code=code)
+
     async def disconnect(self, code: int) -> None:
         # The turn keeps running: it belongs to the conversation, not to this socket.
         if getattr(self, "group", None):
@@ -104,8 +121,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if bytes_data is not None or text_data is None:
             await self._error("bad_frame", "send JSON text frames, not binary")
             return
-        if len(text_data.encode()) > MAX_FRAME_BYTES:
-            await self._error("too_large", f"frame over {MAX_FRAME_BYTES} bytes")
+        size = len(text_data.encode())
+        if size > MAX_FRAME_BYTES:
+            await self.send_json(too_large_frame(size=size, limit=MAX_FRAME_BYTES))
+            await self.close(code=CLOSE_TOO_LARGE)
             return
         try:
             data = json.loads(text_data)

@@ -7,6 +7,7 @@ text, never from ``ToolCallRecord``.
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -36,6 +37,9 @@ def lease_deadline() -> datetime:
 
 
 class Conversation(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    """What URLs, the API and the socket call a conversation: random, so it cannot be
+    guessed (the primary key is a small counting integer and stays internal)."""
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
     )

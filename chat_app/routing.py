@@ -7,5 +7,5 @@ from chat_app.consumers import ChatConsumer
 __all__ = ["websocket_urlpatterns"]
 
 websocket_urlpatterns = [
-    path("ws/chat/<int:conversation_id>/", ChatConsumer.as_asgi()),
+    path("ws/chat/<str:public_id>/", ChatConsumer.as_asgi()),
 ]

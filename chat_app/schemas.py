@@ -109,7 +109,8 @@ class ConversationPatch(TurnOptions):
 
 
 class ConversationOut(BaseModel):
-    id: int
+    id: str
+    """The conversation's random public id (a UUID); URLs and the socket use it too."""
     title: str
     profile: str
     model: str
@@ -149,7 +150,7 @@ class ToolCallOut(BaseModel):
 
 class RunOut(BaseModel):
     id: int
-    conversation: int
+    conversation: str
     status: str
     model: str
     profile: str

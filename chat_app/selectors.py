@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -25,6 +26,7 @@ from openprogram_site.api_errors import NotFoundError
 
 __all__ = [
     "ModelChoice",
+    "conversation_by_public_id",
     "conversation_get",
     "conversation_history",
     "conversation_list",
@@ -57,6 +59,21 @@ def conversation_get(*, owner: AbstractBaseUser, conversation_id: int) -> Conver
     conversation = Conversation.objects.filter(owner=owner, pk=conversation_id).first()
     if conversation is None:
         raise NotFoundError(f"conversation {conversation_id!r} not found")
+    return conversation
+
+
+def conversation_by_public_id(*, owner: AbstractBaseUser, public_id: str | UUID) -> Conversation:
+    """The owner's conversation named by its public id (URLs, API, socket); else 404.
+
+    A malformed id is "not found" too, so no id leaks anything about another user's.
+    """
+    try:
+        key = public_id if isinstance(public_id, UUID) else UUID(str(public_id))
+    except ValueError:
+        raise NotFoundError(f"conversation {str(public_id)[:64]!r} not found") from None
+    conversation = Conversation.objects.filter(owner=owner, public_id=key).first()
+    if conversation is None:
+        raise NotFoundError(f"conversation {str(key)!r} not found")
     return conversation
 
 

@@ -26,6 +26,7 @@ from chat_app.models import (
     lease_deadline,
 )
 from chat_app.schemas import TurnOptions
+from chat_app.turn_limits import turn_start_allow
 from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
 
 __all__ = [
@@ -162,6 +163,7 @@ def run_start(*, conversation: Conversation, text: str, attended: bool) -> tuple
         run_expire_orphans(conversation_id=locked.pk)
         if locked.runs.filter(status="running").exists():
             raise ConflictError("a turn is already running in this conversation; stop it first")
+        turn_start_allow(owner_id=locked.owner_id)
         run = Run.objects.create(
             conversation=locked,
             model=conversation.model,

@@ -225,9 +225,16 @@ class ActiveTurn:
                     )
                 elif data["type"] == "text_delta":
                     self._text_parts.append(data["text"])
+                elif data["type"] == "model_call":
+                    await self._record_model_call(data)
                 elif data["type"] == "turn_finished":
                     finished_seen = True
-                    status, usage = data.get("stop_reason", "completed"), data.get("usage", {})
+                    status = data.get("stop_reason", "completed")
+                    usage = {
+                        **data.get("usage", {}),
+                        "cost_usd": data.get("cost_usd", 0.0),
+                        "price_known": data.get("price_known", True),
+                    }
                     final_text = data.get("text") or None
                 elif data["type"] == "error":
                     error = data.get("message", "")
@@ -242,6 +249,8 @@ class ActiveTurn:
             heartbeat.cancel()
             await self._stop_listening(layer, channel, listener)
         if self.request.cancel.is_set() and status in ("completed", "error") and not error:
+            status = "stopped"
+        if status == "budget":  # the run was stopped by the budget; its error says so
             status = "stopped"
         text = final_text if final_text is not None else "".join(self._text_parts)
         if not finished_seen:
@@ -280,6 +289,24 @@ class ActiveTurn:
         finally:
             _active.pop(self.conversation_id, None)
         return TurnOutcome(run_id=self.run_id, status=status, text=text, error=error)
+
+    async def _record_model_call(self, event: dict[str, Any]) -> None:
+        from usage_app.services import model_call_record
+
+        try:
+            await database_sync_to_async(model_call_record)(
+                user_id=self.owner_id, run_id=self.run_id, event=event
+            )
+        except Exception:  # the ledger must not take the turn down; the run keeps the totals
+            _log.exception("could not record a model call of run %r", self.run_id)
+
+    async def budget_check(self, turn_cost: float) -> str | None:
+        """The dispatcher asks before every model call: is the owner's budget spent?"""
+        from usage_app.services import budget_refusal
+
+        return await database_sync_to_async(budget_refusal)(
+            user_id=self.owner_id, run_id=self.run_id, turn_cost=turn_cost
+        )
 
     async def _safe_emit(self, event: dict[str, Any]) -> None:
         try:
@@ -355,6 +382,7 @@ async def turn_start(
         **prepared.request_kwargs,
         approval_hook=turn.approval_hook,
         question_hook=turn.question_hook,
+        budget_check=turn.budget_check,
     )
     turn.task = asyncio.create_task(
         turn.run(user_text=text, message_id=prepared.message_id, title=prepared.title)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from uuid import UUID
 
 from django.contrib.auth.decorators import login_not_required
 from django.http import (
@@ -18,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat_app.markdown import render_markdown
 from chat_app.selectors import (
-    conversation_get,
+    conversation_by_public_id,
     conversation_list,
     conversation_transcript,
     model_choices,
@@ -52,7 +53,7 @@ def chat_home(request: HttpRequest) -> HttpResponse:
     """The newest conversation, or an empty page inviting a first message."""
     latest = conversation_list(owner=request.user).first()
     if latest is not None:
-        return redirect("chat:conversation", conversation_id=latest.pk)
+        return redirect("chat:conversation", public_id=latest.public_id)
     return render(
         request,
         "chat_app/chat.html",
@@ -63,13 +64,13 @@ def chat_home(request: HttpRequest) -> HttpResponse:
 @require_POST
 def conversation_new(request: HttpRequest) -> HttpResponse:
     conversation = conversation_create(owner=request.user)
-    return redirect("chat:conversation", conversation_id=conversation.pk)
+    return redirect("chat:conversation", public_id=conversation.public_id)
 
 
 @require_GET
-def conversation_page(request: HttpRequest, conversation_id: int) -> HttpResponse:
+def conversation_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
     try:
-        conversation = conversation_get(owner=request.user, conversation_id=conversation_id)
+        conversation = conversation_by_public_id(owner=request.user, public_id=public_id)
     except NotFoundError as exc:
         raise Http404(exc.message) from exc
     # A turn whose server died must not show as running forever (its lease ran out).

@@ -26,9 +26,11 @@ def me(request):
 def _mount_routers() -> None:
     from chat_app.api import router as chat_router
     from tools_app.api import router as tools_router
+    from usage_app.api import router as usage_router
 
     api.add_router("/", tools_router)
     api.add_router("/", chat_router)
+    api.add_router("/", usage_router)
 
 
 _mount_routers()

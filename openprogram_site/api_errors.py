@@ -1,4 +1,4 @@
-"""One place maps domain failures to HTTP: 401, 403, 404, 409, 422."""
+"""One place maps domain failures to HTTP: 401, 403, 404, 409, 422, 429."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ __all__ = [
     "DomainError",
     "ForbiddenError",
     "NotFoundError",
+    "ThrottledError",
     "UnprocessableError",
     "install_error_handlers",
 ]
@@ -40,10 +41,23 @@ class UnprocessableError(DomainError):
     status = 422
 
 
+class ThrottledError(DomainError):
+    """Too many attempts; ``retry_after`` seconds (when known) becomes a Retry-After header."""
+
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 def install_error_handlers(api: NinjaAPI) -> None:
     @api.exception_handler(DomainError)
     def _domain(request, exc: DomainError):
-        return api.create_response(request, {"detail": exc.message}, status=exc.status)
+        response = api.create_response(request, {"detail": exc.message}, status=exc.status)
+        if getattr(exc, "retry_after", None):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
 
     @api.exception_handler(AuthenticationError)
     def _auth(request, exc):

@@ -10,22 +10,26 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chat_app.routing import websocket_urlpatterns  # noqa: E402
+from openprogram_site.origins import ExactOriginValidator  # noqa: E402
 from openprogram_site.startup import start_background_services  # noqa: E402
+from openprogram_site.ws_limits import oversize_frames_answered  # noqa: E402
 
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
 
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        # Scheme, host and port must all match (openprogram_site/origins.py).
+        "websocket": ExactOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+            settings.WEBSOCKET_ALLOWED_ORIGINS,
         ),
     }
 )
 
+oversize_frames_answered()
 start_background_services()

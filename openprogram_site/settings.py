@@ -14,6 +14,7 @@ from openprogram_site.env import (
     env_float,
     env_int,
     env_list,
+    env_model_prices,
     env_path,
     env_str,
 )
@@ -55,6 +56,9 @@ ALLOWED_HOSTS = sorted(_hosts | set(env_list("ALLOWED_HOSTS")))
 CSRF_TRUSTED_ORIGINS = sorted(
     {f"http://{h}:{PORT}" for h in _hosts} | set(env_list("CSRF_TRUSTED_ORIGINS"))
 )
+# Only behind a proxy that overwrites X-Forwarded-For may daphne believe it (`serve`
+# passes --proxy-headers); otherwise any client could claim any address to the throttles.
+TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
 # Serving beyond loopback is something an operator asks for explicitly.
 BINDS_BEYOND_LOOPBACK = HOST not in {"127.0.0.1", "localhost", "::1"}
 
@@ -68,14 +72,19 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    # The API docs page then loads Swagger UI from our static files, not a CDN, and
+    # starts it from a script file: it passes the Content-Security-Policy.
+    "ninja",
     "channels",
     "accounts",
     "tools_app",
     "chat_app",
+    "usage_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "openprogram_site.headers.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -142,6 +151,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Failed password logins (accounts/login_throttle.py), counted in the database; 0 = off.
+LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("LOGIN_MAX_FAILURES_PER_ACCOUNT", 5, minimum=0)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=0)
+LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900, minimum=1, maximum=86400)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -172,11 +185,16 @@ SECURE_HSTS_PRELOAD = _https
 if _https:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     CSRF_TRUSTED_ORIGINS += [o.replace("http://", "https://") for o in CSRF_TRUSTED_ORIGINS]
+# Sockets accept exactly these origins (scheme, host and port; no wildcards, which the
+# CSRF setting allows): cookies ignore ports, origins do not (openprogram_site/origins.py).
+WEBSOCKET_ALLOWED_ORIGINS = [o for o in CSRF_TRUSTED_ORIGINS if "*" not in o]
 
 # --- OpenProgram --------------------------------------------------------------------------
 # Models offered in the composer. The offline model is always first and always present.
 OPENPROGRAM_MODELS = ["offline", *[m for m in env_list("OPENPROGRAM_MODELS") if m != "offline"]]
 OPENPROGRAM_DEFAULT_MODEL = env_str("OPENPROGRAM_DEFAULT_MODEL", "offline")
+# USD per million tokens for models litellm's cost map does not know (or to override it).
+OPENPROGRAM_MODEL_PRICES = env_model_prices("OPENPROGRAM_MODEL_PRICES")
 if OPENPROGRAM_DEFAULT_MODEL not in OPENPROGRAM_MODELS:
     OPENPROGRAM_MODELS.append(OPENPROGRAM_DEFAULT_MODEL)
 # Program packages whose PROGRAM_ENTRIES are loaded at start-up (plus entry points).
@@ -184,6 +202,9 @@ OPENPROGRAM_PACKAGES = env_list("OPENPROGRAM_PACKAGES")
 # Shell access. bash always needs approval; beyond loopback it is off unless allowed.
 OPENPROGRAM_ALLOW_SHELL = env_bool("OPENPROGRAM_ALLOW_SHELL", not BINDS_BEYOND_LOOPBACK)
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
+# Turn starts per user (chat_app/turn_limits.py): per minute, and running at once; 0 = off.
+OPENPROGRAM_TURNS_PER_MINUTE = env_int("OPENPROGRAM_TURNS_PER_MINUTE", 30, minimum=0)
+OPENPROGRAM_MAX_CONCURRENT_TURNS = env_int("OPENPROGRAM_MAX_CONCURRENT_TURNS", 4, minimum=0)
 # A running turn renews its run's lease; a run whose lease ran out lost its server.
 CHAT_RUN_LEASE_SECONDS = env_int("OPENPROGRAM_RUN_LEASE_SECONDS", 30, minimum=1, maximum=3600)
 SEARXNG_URL = env_str("SEARXNG_URL")

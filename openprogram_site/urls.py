@@ -3,20 +3,24 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from accounts import views as account_views
+from accounts.login_forms import ThrottledAdminAuthenticationForm
 from chat_app import views as chat_views
 from openprogram_site.api import api
 
 admin.site.site_header = "OpenProgram administration"
 admin.site.site_title = "OpenProgram admin"
+# The admin's sign-in counts failures with the site's (accounts/login_throttle.py).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("healthz", account_views.healthz, name="healthz"),
     path("favicon.ico", chat_views.favicon, name="favicon"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", account_views.SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("login/token/<str:token>/", account_views.token_login, name="token-login"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("programs/", include("tools_app.urls")),
+    path("usage/", include("usage_app.urls")),
     path("", include("chat_app.urls")),
 ]

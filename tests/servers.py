@@ -116,6 +116,10 @@ def make_server(home: Path, **extra_env: str) -> DaphneServer:
         "HOST": "127.0.0.1",
         "DJANGO_SETTINGS_MODULE": "openprogram_site.settings",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        # Shared e2e servers and benchmarks start many turns per user; the throttles are
+        # tested with their own limits (tests/integration/site/test_trust_boundary.py).
+        "OPENPROGRAM_TURNS_PER_MINUTE": "0",
+        "OPENPROGRAM_MAX_CONCURRENT_TURNS": "0",
         **extra_env,
     }
     env.pop("DATABASE_URL", None) if "DATABASE_URL" not in extra_env else None

@@ -6,12 +6,15 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
+from ninja.schema import DjangoGetter
+from pydantic import model_validator
 
 __all__ = [
     "AgentProfileIn",
     "AgentProfileOut",
     "AgentProfilePatch",
     "AgentToolsField",
+    "BodySchema",
     "CostOut",
     "DuplicateIn",
     "ImportIn",
@@ -30,6 +33,24 @@ __all__ = [
     "ToolDisableIn",
     "ToolOut",
 ]
+
+
+class BodySchema(Schema):
+    """A request body: a JSON object, nothing else.
+
+    ninja's ``Schema`` also reads attributes off arbitrary objects (for ORM rows), so
+    on its own it would take ``[1, 2]``, ``"x"`` or ``5`` as an empty object and
+    answer 200; every body schema here refuses them with 422 instead.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, value: Any) -> Any:
+        # ninja's own validator runs first and wraps the input in a DjangoGetter.
+        raw = value._obj if isinstance(value, DjangoGetter) else value
+        if not isinstance(raw, dict | BodySchema):
+            raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+        return value
 
 
 class ToolOut(Schema):
@@ -61,7 +82,7 @@ class ToolDetailOut(ToolOut):
     """This tool's entry of the explain trace: layer and reason when not offered."""
 
 
-class ToolDisableIn(Schema):
+class ToolDisableIn(BodySchema):
     disabled: bool = True
     reason: str = Field("", max_length=500)
 
@@ -86,28 +107,28 @@ class ProfileDetailOut(ProfileOut):
     cost: CostOut
 
 
-class ProfileIn(Schema):
+class ProfileIn(BodySchema):
     name: str
     tools: list[str] | None = None
     """Omit to copy the default profile (every exposed tool)."""
 
 
-class ProfilePatch(Schema):
+class ProfilePatch(BodySchema):
     name: str | None = None
     tools: list[str] | None = None
     active: bool | None = None
     """True makes this the chat composer's default profile."""
 
 
-class ProfileAddToolIn(Schema):
+class ProfileAddToolIn(BodySchema):
     tool: str
 
 
-class DuplicateIn(Schema):
+class DuplicateIn(BodySchema):
     name: str
 
 
-class ImportIn(Schema):
+class ImportIn(BodySchema):
     profiles: dict[str, Any]
     active: str = "default"
     replace: bool = False
@@ -119,7 +140,7 @@ class ImportOut(Schema):
     deleted: list[str]
 
 
-class ResolveIn(Schema):
+class ResolveIn(BodySchema):
     profile: str | None = None
     """None: the user's active profile."""
     source: str | None = None
@@ -139,21 +160,21 @@ class ResolveOut(Schema):
     cost: CostOut
 
 
-class AgentToolsField(Schema):
+class AgentToolsField(BodySchema):
     toolset: str | None = None
     enabled: list[str] = []
     disabled: list[str] = []
     allowed: list[str] = []
 
 
-class AgentProfileIn(Schema):
+class AgentProfileIn(BodySchema):
     name: str
     model: str = ""
     system_prompt: str = ""
     tools: AgentToolsField = AgentToolsField()
 
 
-class AgentProfilePatch(Schema):
+class AgentProfilePatch(BodySchema):
     name: str | None = None
     model: str | None = None
     system_prompt: str | None = None
@@ -170,7 +191,7 @@ class AgentProfileOut(Schema):
     updated_at: datetime
 
 
-class TokenIn(Schema):
+class TokenIn(BodySchema):
     name: str
 
 

@@ -43,6 +43,7 @@ from openprogram.programs._cache import ResultCache, canonical_arguments
 from openprogram.programs._streaming import UpdateStream
 from openprogram.programs.results import _normalize_result, cap_result_text
 from openprogram.programs.schema import ToolSignature
+from openprogram.security.redact import redact_server_paths
 
 __all__ = ["FunctionTool", "tool_requires_approval"]
 
@@ -140,7 +141,8 @@ class FunctionTool(AgentTool):
         return result
 
     def _error(self, text: str, *, call_id: str) -> AgentToolResult:
-        capped = cap_result_text(text, tool=self, call_id=call_id)
+        # No absolute server path reaches the model or the chat (security/redact.py).
+        capped = cap_result_text(redact_server_paths(text), tool=self, call_id=call_id)
         return AgentToolResult(
             content=capped.text,
             is_error=True,

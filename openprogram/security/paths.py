@@ -41,9 +41,11 @@ def resolve_workspace_root(workspace: Path) -> Path:
     try:
         root = Path(workspace).resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        raise PathOutsideWorkspace(f"workspace {str(workspace)!r} is not usable: {exc}") from exc
+        # The message reaches the model: the reason, never the server's path.
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise PathOutsideWorkspace(f"the workspace is not usable: {reason}") from exc
     if not root.is_dir():
-        raise PathOutsideWorkspace(f"workspace {str(workspace)!r} is not a directory")
+        raise PathOutsideWorkspace("the workspace is not a directory")
     return root
 
 
@@ -84,8 +86,7 @@ def resolve_in_workspace(workspace: Path, user_path: str, *, must_exist: bool = 
     if not resolved.is_relative_to(root):
         raise _refuse(
             user_path,
-            f"it resolves outside the workspace (workspace root is {str(root)!r}); "
-            "use a path relative to the workspace",
+            "it resolves outside the workspace; use a path relative to the workspace",
         )
     if must_exist and not resolved.exists():
         raise FileNotFoundError(f"no such file or directory in the workspace: {user_path!r}")

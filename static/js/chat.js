@@ -199,8 +199,10 @@
       else view.apply(message);
     });
     socket.addEventListener("close", (e) => {
-      if (e.code === 4401 || e.code === 4404) {
-        setConnection("closed", e.code === 4401 ? "log in again" : "not found");
+      // Refusals documented in docs/chat.md: retrying cannot help (4413 can: reconnect).
+      const refused = { 4401: "log in again", 4403: "origin not allowed", 4404: "not found" };
+      if (refused[e.code]) {
+        setConnection("closed", refused[e.code]);
         return;
       }
       setConnection("reconnecting", "reconnecting…");

@@ -34,7 +34,7 @@ def _api(page, method: str, path: str, data: dict | None = None) -> dict | None:
 def _new_chat(page, server) -> None:
     login(page, server, "alice")
     page.click("[data-testid=new-chat]")
-    page.wait_for_url(re.compile(r".*/c/\d+/$"))
+    page.wait_for_url(re.compile(r".*/c/[0-9a-f-]{36}/$"))
     page.wait_for_selector("#connection[data-state=open]")
 
 

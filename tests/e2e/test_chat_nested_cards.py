@@ -51,7 +51,7 @@ def _assert_nested(page) -> None:
 def test_a_nested_agent_call_renders_inside_the_outer_card(nested_server, page):
     login(page, nested_server, "alice")
     page.click("[data-testid=new-chat]")
-    page.wait_for_url(re.compile(r".*/c/\d+/$"))
+    page.wait_for_url(re.compile(r".*/c/[0-9a-f-]{36}/$"))
     page.wait_for_selector("#connection[data-state=open]")
     page.fill("#composer-text", '/relay {"word": "otters"}')
     page.press("#composer-text", "Enter")

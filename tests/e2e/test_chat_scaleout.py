@@ -44,7 +44,7 @@ def _open_in_both(browser, two_servers):
     a = context.new_page()
     login(a, first, "alice")
     a.click("[data-testid=new-chat]")
-    a.wait_for_url(re.compile(r".*/c/\d+/$"))
+    a.wait_for_url(re.compile(r".*/c/[0-9a-f-]{36}/$"))
     path = a.url.split(str(first.port), 1)[1]
     # Cookies are per host, not per port: the session works on the second process too.
     b = context.new_page()

@@ -21,6 +21,8 @@ class Command(BaseCommand):
         sys.stdout.flush()
         daphne = os.path.join(os.path.dirname(sys.executable), "daphne")
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_site.settings")
+        # X-Forwarded-For is believed only when a proxy is known to set it.
+        proxy = ["--proxy-headers"] if settings.TRUST_PROXY_HEADERS else []
         os.execv(
             daphne,
             [
@@ -29,7 +31,7 @@ class Command(BaseCommand):
                 host,
                 "-p",
                 str(port),
-                "--proxy-headers",
+                *proxy,
                 settings.ASGI_APPLICATION.replace(".application", ":application"),
             ],
         )

@@ -91,20 +91,28 @@ def bob_cookie(bob) -> str:
 
 
 async def open_socket(
-    conversation_id: int, cookie: str | None, origin: str | None = ORIGIN
+    conversation: Any, cookie: str | None, origin: str | None = ORIGIN
 ) -> tuple[WebsocketCommunicator, bool, Any]:
+    """Open ``/ws/chat/<public id>/`` for a Conversation (or a public id given as is)."""
     from openprogram_site.asgi import application
+
+    public_id = getattr(conversation, "public_id", conversation)
 
     headers = [(b"host", b"127.0.0.1:8000")]
     if origin is not None:
         headers.append((b"origin", origin.encode()))
     if cookie is not None:
         headers.append((b"cookie", f"sessionid={cookie}".encode()))
-    communicator = WebsocketCommunicator(
-        application, f"/ws/chat/{conversation_id}/", headers=headers
-    )
+    communicator = WebsocketCommunicator(application, f"/ws/chat/{public_id}/", headers=headers)
     connected, code = await communicator.connect(timeout=10)
     return communicator, connected, code
+
+
+async def close_code(communicator: WebsocketCommunicator, timeout: float = 10.0) -> int | None:
+    """The code the server closed an accepted socket with (refusals accept, then close)."""
+    output = await communicator.receive_output(timeout=timeout)
+    assert output["type"] == "websocket.close", output
+    return output.get("code")
 
 
 async def receive_until(

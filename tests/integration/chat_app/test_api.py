@@ -30,12 +30,12 @@ def test_the_newest_conversation_is_listed_first(alice_client, alice):
     older = conversation_create(owner=alice, title="older")
     newer = conversation_create(owner=alice, title="newer")
     ids = [c["id"] for c in alice_client.get("/api/conversations").json()]
-    assert ids == [newer.pk, older.pk]
+    assert ids == [str(newer.public_id), str(older.public_id)]
 
 
 def test_patch_renames_and_remembers_the_composer_choices(alice_client, conversation):
     response = alice_client.patch(
-        f"/api/conversations/{conversation.pk}",
+        f"/api/conversations/{conversation.public_id}",
         {"title": "  Renamed   chat ", "plan_mode": True, "web_search_on": False},
         content_type="application/json",
     )
@@ -56,7 +56,7 @@ def test_patch_renames_and_remembers_the_composer_choices(alice_client, conversa
 )
 def test_patch_rejects_what_cannot_be_used_with_422(alice_client, conversation, body, fragment):
     response = alice_client.patch(
-        f"/api/conversations/{conversation.pk}", body, content_type="application/json"
+        f"/api/conversations/{conversation.public_id}", body, content_type="application/json"
     )
     assert response.status_code == 422
     assert fragment in response.json()["detail"]
@@ -64,7 +64,7 @@ def test_patch_rejects_what_cannot_be_used_with_422(alice_client, conversation, 
 
 def test_bob_gets_404_for_everything_of_alices(bob_client, conversation, alice):
     run = Run.objects.create(conversation=conversation, model="offline")
-    path = f"/api/conversations/{conversation.pk}"
+    path = f"/api/conversations/{conversation.public_id}"
     assert bob_client.get(path).status_code == 404
     assert (
         bob_client.patch(path, {"title": "x"}, content_type="application/json").status_code == 404
@@ -80,26 +80,26 @@ def test_bob_gets_404_for_everything_of_alices(bob_client, conversation, alice):
 
 def test_anonymous_api_calls_get_401(client, conversation):
     assert client.get("/api/conversations").status_code == 401
-    assert client.get(f"/api/conversations/{conversation.pk}").status_code == 401
+    assert client.get(f"/api/conversations/{conversation.public_id}").status_code == 401
 
 
 def test_delete_removes_the_conversation_and_its_history(alice_client, conversation):
     Run.objects.create(conversation=conversation, model="offline", status="completed")
-    assert alice_client.delete(f"/api/conversations/{conversation.pk}").status_code == 204
+    assert alice_client.delete(f"/api/conversations/{conversation.public_id}").status_code == 204
     assert not Conversation.objects.filter(pk=conversation.pk).exists()
     assert not Run.objects.filter(conversation_id=conversation.pk).exists()
 
 
 def test_a_conversation_with_a_running_turn_cannot_be_deleted(alice_client, conversation):
     Run.objects.create(conversation=conversation, model="offline", status="running")
-    response = alice_client.delete(f"/api/conversations/{conversation.pk}")
+    response = alice_client.delete(f"/api/conversations/{conversation.public_id}")
     assert response.status_code == 409
     assert "stop it first" in response.json()["detail"]
 
 
 def test_an_api_turn_runs_unattended_to_completion(alice_client, conversation):
     response = alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "which tools do I have?"},
         content_type="application/json",
     )
@@ -115,13 +115,13 @@ def test_an_api_turn_runs_unattended_to_completion(alice_client, conversation):
     kinds = [e["type"] for e in detail["events"]]
     assert kinds[0] == "user_message" and kinds[-1] == "assistant_message"
     assert any(item["name"] == "ask_user_question" for item in detail["explain"])
-    runs = alice_client.get(f"/api/conversations/{conversation.pk}/runs").json()
+    runs = alice_client.get(f"/api/conversations/{conversation.public_id}/runs").json()
     assert [r["id"] for r in runs] == [outcome["run_id"]]
 
 
 def test_an_api_turn_denies_a_call_that_needs_approval(alice_client, conversation):
     response = alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "/bash echo hi"},
         content_type="application/json",
     )
@@ -138,7 +138,7 @@ def test_later_prompts_carry_text_but_never_tool_results(alice_client, conversat
     from chat_app.selectors import conversation_history
 
     alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "/read path=missing.txt"},
         content_type="application/json",
     )
@@ -158,7 +158,7 @@ def test_a_run_left_running_by_a_stopped_server_is_closed_by_the_next_turn(
 ):
     Run.objects.create(conversation=conversation, model="offline", status="running")
     response = alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "hello"},
         content_type="application/json",
     )
@@ -174,7 +174,7 @@ def test_a_turn_with_a_keyless_model_is_refused_before_it_starts(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     settings.OPENPROGRAM_MODELS = ["offline", "openai/gpt-4o-mini"]
     response = alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "hi", "model": "openai/gpt-4o-mini"},
         content_type="application/json",
     )
@@ -193,12 +193,12 @@ def test_an_agent_profile_narrows_the_turns_tools(alice_client, conversation, al
         tools={"toolset": None, "enabled": [], "disabled": ["bash", "write"], "allowed": []},
     )
     alice_client.patch(
-        f"/api/conversations/{conversation.pk}",
+        f"/api/conversations/{conversation.public_id}",
         {"agent_profile": agent.pk},
         content_type="application/json",
     )
     outcome = alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "hello"},
         content_type="application/json",
     ).json()
@@ -206,7 +206,7 @@ def test_an_agent_profile_narrows_the_turns_tools(alice_client, conversation, al
     assert "read" in tools
     assert "bash" not in tools and "write" not in tools
     cleared = alice_client.patch(
-        f"/api/conversations/{conversation.pk}",
+        f"/api/conversations/{conversation.public_id}",
         {"agent_profile": None},
         content_type="application/json",
     )
@@ -218,7 +218,7 @@ def test_the_profile_picked_for_a_turn_is_remembered_and_applied(alice_client, c
 
     ToolProfile.objects.create(owner=alice, name="tiny", tools=["read", "glob"])
     outcome = alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "/bash echo hi", "profile": "tiny"},
         content_type="application/json",
     ).json()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
 import pytest
 from channels.db import database_sync_to_async
@@ -13,7 +14,9 @@ from chat_app.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from chat_app.models import Run, RunEvent, ToolCallRecord
 from chat_app.services import conversation_create
 from chat_app.turns import control_group
-from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
+from openprogram_site.origins import CLOSE_FOREIGN_ORIGIN
+from openprogram_site.ws_limits import CLOSE_TOO_LARGE
+from tests.integration.chat_app.conftest import close_code, of_type, open_socket, receive_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -34,34 +37,30 @@ async def _finish(socket) -> list[dict]:
     return await receive_until(socket, of_type("assistant_message"))
 
 
-async def test_anonymous_socket_is_refused_with_4401(conversation):
-    _socket, connected, code = await open_socket(conversation.pk, cookie=None)
-    assert not connected
-    assert code == CLOSE_UNAUTHENTICATED
+async def test_anonymous_socket_is_closed_with_4401(conversation):
+    socket, connected, _ = await open_socket(conversation, cookie=None)
+    assert connected, "refusals are accepted first so the browser can see the code"
+    assert await close_code(socket) == CLOSE_UNAUTHENTICATED
 
 
-async def test_handshake_from_a_foreign_origin_is_refused(conversation, alice_cookie):
-    _socket, connected, _ = await open_socket(
-        conversation.pk, alice_cookie, origin="http://evil.example"
-    )
-    assert not connected
-    _socket, connected, _ = await open_socket(conversation.pk, alice_cookie, origin=None)
-    assert not connected
+async def test_handshake_from_a_foreign_origin_is_closed_with_4403(conversation, alice_cookie):
+    for origin in ("http://evil.example", "http://127.0.0.1:9999", None):
+        socket, _, _ = await open_socket(conversation, alice_cookie, origin=origin)
+        assert await close_code(socket) == CLOSE_FOREIGN_ORIGIN, origin
 
 
 async def test_bob_cannot_join_alices_conversation(conversation, bob_cookie):
-    _socket, connected, code = await open_socket(conversation.pk, bob_cookie)
-    assert not connected
-    assert code == CLOSE_NOT_FOUND
+    socket, _, _ = await open_socket(conversation, bob_cookie)
+    assert await close_code(socket) == CLOSE_NOT_FOUND
 
 
 async def test_an_unknown_conversation_is_not_found(alice_cookie, alice):
-    _socket, connected, code = await open_socket(987654, alice_cookie)
-    assert (connected, code) == (False, CLOSE_NOT_FOUND)
+    socket, _, _ = await open_socket(uuid.uuid4(), alice_cookie)
+    assert await close_code(socket) == CLOSE_NOT_FOUND
 
 
 async def test_text_streams_in_before_the_turn_finishes(conversation, alice_cookie, chat_tools):
-    socket, connected, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, connected, _ = await open_socket(conversation, alice_cookie)
     assert connected
     await socket.send_json_to({"type": "user_message", "text": "hello there", "model": "offline"})
     frames = await _finish(socket)
@@ -83,7 +82,7 @@ async def test_text_streams_in_before_the_turn_finishes(conversation, alice_cook
 
 
 async def test_tool_call_started_comes_before_tool_finished(conversation, alice_cookie, chat_tools):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/echo_twice text=ab"})
     frames = await _finish(socket)
     kinds = [f["type"] for f in frames]
@@ -96,7 +95,7 @@ async def test_tool_call_started_comes_before_tool_finished(conversation, alice_
 
 
 async def test_an_approved_call_runs(conversation, alice_cookie, chat_tools):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/guarded text=yes"})
     asked = (await receive_until(socket, of_type("approval_requested")))[-1]
     assert asked["name"] == "guarded" and asked["arguments"] == {"text": "yes"}
@@ -112,7 +111,7 @@ async def test_an_approved_call_runs(conversation, alice_cookie, chat_tools):
 async def test_a_denied_call_does_not_run_and_keeps_the_reason(
     conversation, alice_cookie, chat_tools
 ):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/guarded text=no"})
     asked = (await receive_until(socket, of_type("approval_requested")))[-1]
     await socket.send_json_to({"type": "deny", "call_id": asked["call_id"], "reason": "not today"})
@@ -130,7 +129,7 @@ async def test_an_unanswered_approval_times_out_as_denied(
     conversation, alice_cookie, chat_tools, settings
 ):
     settings.APPROVAL_TIMEOUT_SECONDS = 1
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/guarded text=late"})
     frames = await _finish(socket)
     resolved = next(f for f in frames if f["type"] == "approval_resolved")
@@ -139,7 +138,7 @@ async def test_an_unanswered_approval_times_out_as_denied(
 
 
 async def test_an_unattended_turn_denies_without_waiting(conversation, alice_cookie, chat_tools):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to(
         {"type": "user_message", "text": "/guarded text=x", "attended": False}
     )
@@ -152,7 +151,7 @@ async def test_an_unattended_turn_denies_without_waiting(conversation, alice_coo
 async def test_an_approval_is_bound_to_the_conversation_owner(
     conversation, alice_cookie, chat_tools, bob
 ):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/guarded text=mine"})
     asked = (await receive_until(socket, of_type("approval_requested")))[-1]
     # A control message claiming to come from bob reaches the turn's group, and is ignored.
@@ -175,7 +174,7 @@ async def test_an_approval_is_bound_to_the_conversation_owner(
 
 
 async def test_ask_user_question_gets_the_answer_back(conversation, alice_cookie, chat_tools):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/pick_color prompt=Which?"})
     asked = (await receive_until(socket, of_type("question_asked")))[-1]
     assert (asked["question"], asked["choices"]) == ("Which?", ["red", "blue"])
@@ -187,7 +186,7 @@ async def test_ask_user_question_gets_the_answer_back(conversation, alice_cookie
 
 
 async def test_stop_cancels_a_running_tool_promptly(conversation, alice_cookie, chat_tools):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     await receive_until(socket, of_type("tool_update"))
     started = asyncio.get_running_loop().time()
@@ -203,13 +202,12 @@ async def test_stop_cancels_a_running_tool_promptly(conversation, alice_cookie, 
 async def test_malformed_frames_get_an_error_and_the_socket_stays_open(
     conversation, alice_cookie, chat_tools
 ):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     bad_frames = [
         ("not json {", "bad_json"),
         (json.dumps({"type": "launch_rockets"}), "bad_frame"),
         (json.dumps({"type": "approve"}), "bad_frame"),
         (json.dumps(["a", "list"]), "bad_frame"),
-        (json.dumps({"type": "user_message", "text": "x" * 70_000}), "too_large"),
         (json.dumps({"type": "user_message", "text": ""}), "bad_frame"),
     ]
     for raw, kind in bad_frames:
@@ -225,10 +223,20 @@ async def test_malformed_frames_get_an_error_and_the_socket_stays_open(
     await socket.disconnect()
 
 
+async def test_an_oversize_frame_gets_an_error_frame_then_close_4413(conversation, alice_cookie):
+    socket, _, _ = await open_socket(conversation, alice_cookie)
+    await socket.send_to(text_data=json.dumps({"type": "user_message", "text": "x" * 70_000}))
+    error = await socket.receive_json_from(timeout=5)
+    assert (error["type"], error["kind"]) == ("error", "too_large")
+    assert "65536-byte limit" in error["message"]
+    assert await close_code(socket) == CLOSE_TOO_LARGE
+    assert not await database_sync_to_async(Run.objects.exists)()
+
+
 async def test_a_second_message_while_a_turn_runs_is_refused(
     conversation, alice_cookie, chat_tools
 ):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     await receive_until(socket, of_type("tool_call_started"))
     await socket.send_json_to({"type": "user_message", "text": "me too"})
@@ -242,7 +250,7 @@ async def test_a_second_message_while_a_turn_runs_is_refused(
 async def test_a_tool_failure_shows_as_an_error_and_the_socket_lives_on(
     conversation, alice_cookie, chat_tools
 ):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/broken text=now"})
     frames = await _finish(socket)
     finished = next(f for f in frames if f["type"] == "tool_finished")
@@ -254,7 +262,7 @@ async def test_a_tool_failure_shows_as_an_error_and_the_socket_lives_on(
 
 
 async def test_a_model_that_is_not_offered_is_refused_clearly(conversation, alice_cookie):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "hi", "model": "nope/model"})
     error = await socket.receive_json_from(timeout=5)
     assert error["type"] == "error" and "'nope/model' is not offered" in error["message"]
@@ -264,7 +272,7 @@ async def test_a_model_that_is_not_offered_is_refused_clearly(conversation, alic
 async def test_the_turn_finishes_in_history_after_the_tab_disconnects(
     conversation, alice_cookie, chat_tools
 ):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=0.5"})
     started = (await receive_until(socket, of_type("tool_call_started")))[-1]
     await socket.disconnect()
@@ -278,7 +286,7 @@ async def test_the_turn_finishes_in_history_after_the_tab_disconnects(
     assert run.status == "completed"
     assert "ticked" in run.text
 
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     catch_up = await socket.receive_json_from(timeout=5)
     assert catch_up["type"] == "catch_up" and catch_up["run_id"] == run_id
     kinds = [e["type"] for e in catch_up["events"]]
@@ -288,8 +296,8 @@ async def test_the_turn_finishes_in_history_after_the_tab_disconnects(
 
 
 async def test_a_second_tab_sees_the_same_stream(conversation, alice_cookie, chat_tools):
-    first, _, _ = await open_socket(conversation.pk, alice_cookie)
-    second, _, _ = await open_socket(conversation.pk, alice_cookie)
+    first, _, _ = await open_socket(conversation, alice_cookie)
+    second, _, _ = await open_socket(conversation, alice_cookie)
     await first.send_json_to({"type": "user_message", "text": "/guarded text=both"})
     asked = (await receive_until(second, of_type("approval_requested")))[-1]
     # The second tab answers; the first tab sees the outcome too.
@@ -305,10 +313,10 @@ async def test_a_second_tab_sees_the_same_stream(conversation, alice_cookie, cha
 
 
 async def test_a_reloaded_tab_catches_up_on_a_running_turn(conversation, alice_cookie, chat_tools):
-    first, _, _ = await open_socket(conversation.pk, alice_cookie)
+    first, _, _ = await open_socket(conversation, alice_cookie)
     await first.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     await receive_until(first, of_type("tool_update"))
-    reloaded, _, _ = await open_socket(conversation.pk, alice_cookie)
+    reloaded, _, _ = await open_socket(conversation, alice_cookie)
     catch_up = await reloaded.receive_json_from(timeout=5)
     assert catch_up["status"] == "running"
     kinds = [e["type"] for e in catch_up["events"]]
@@ -324,7 +332,7 @@ async def test_a_reloaded_tab_catches_up_on_a_running_turn(conversation, alice_c
 async def test_streamed_text_is_persisted_coalesced_not_per_delta(
     conversation, alice_cookie, chat_tools
 ):
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "list your tools please"})
     frames = await _finish(socket)
     run_id = frames[-1]["run_id"]

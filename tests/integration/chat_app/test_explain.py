@@ -80,7 +80,7 @@ def test_rows_stored_by_older_runs_are_read_as_they_are():
 def test_a_turn_stores_the_compact_trace_and_the_api_shows_it_whole(alice, alice_client):
     conversation = conversation_create(owner=alice)
     response = alice_client.post(
-        f"/api/conversations/{conversation.pk}/turns",
+        f"/api/conversations/{conversation.public_id}/turns",
         {"text": "hello", "web_search_on": False},
         content_type="application/json",
     )
@@ -108,5 +108,5 @@ def test_a_turn_stores_the_compact_trace_and_the_api_shows_it_whole(alice, alice
         if "web_search" in g["names"]
     ]
     # The page lists why each tool was not offered.
-    page = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    page = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     assert 'data-testid="not-offered"' in page and "web_search" in page

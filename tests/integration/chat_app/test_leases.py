@@ -70,7 +70,7 @@ def test_renewing_moves_the_lease_forward_only_while_the_run_is_running(conversa
 
 def test_a_page_load_closes_a_run_whose_lease_expired(alice_client, conversation):
     run = _running_run(conversation, lease_seconds=-1)
-    response = alice_client.get(f"/c/{conversation.pk}/")
+    response = alice_client.get(f"/c/{conversation.public_id}/")
     assert response.status_code == 200
     run.refresh_from_db()
     assert run.status == "error" and run.error == ORPHANED_RUN_ERROR
@@ -79,7 +79,7 @@ def test_a_page_load_closes_a_run_whose_lease_expired(alice_client, conversation
 
 def test_the_runs_api_closes_a_run_whose_lease_expired(alice_client, conversation):
     run = _running_run(conversation, lease_seconds=-1)
-    runs = alice_client.get(f"/api/conversations/{conversation.pk}/runs").json()
+    runs = alice_client.get(f"/api/conversations/{conversation.public_id}/runs").json()
     assert [(r["id"], r["status"], r["error"]) for r in runs] == [
         (run.pk, "error", ORPHANED_RUN_ERROR)
     ]
@@ -104,7 +104,7 @@ async def _reload(run: Run) -> Run:
 async def test_a_new_message_takes_over_from_a_run_whose_lease_expired(
     conversation, alice_cookie, chat_tools
 ):
-    socket, connected, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, connected, _ = await open_socket(conversation, alice_cookie)
     assert connected
     stale = await _create_running(conversation, lease_seconds=-1)
     await socket.send_json_to({"type": "user_message", "text": "/echo_twice text=hi"})
@@ -120,7 +120,7 @@ async def test_a_run_with_a_live_lease_still_blocks_with_a_clear_error_frame(
     conversation, alice_cookie, chat_tools
 ):
     live = await _create_running(conversation, lease_seconds=60)
-    socket, connected, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, connected, _ = await open_socket(conversation, alice_cookie)
     assert connected
     catch_up = await socket.receive_json_from(timeout=10)
     assert (catch_up["type"], catch_up["status"]) == ("catch_up", "running")
@@ -138,7 +138,7 @@ async def test_a_run_with_a_live_lease_still_blocks_with_a_clear_error_frame(
 @socket_marks
 async def test_the_catch_up_on_connect_closes_a_run_whose_lease_expired(conversation, alice_cookie):
     stale = await _create_running(conversation, lease_seconds=-1)
-    socket, connected, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, connected, _ = await open_socket(conversation, alice_cookie)
     assert connected
     catch_up = await socket.receive_json_from(timeout=10)
     assert (catch_up["type"], catch_up["run_id"], catch_up["status"]) == (
@@ -161,7 +161,7 @@ async def test_a_running_turn_keeps_renewing_its_lease(
     conversation, alice_cookie, chat_tools, settings
 ):
     settings.CHAT_RUN_LEASE_SECONDS = 1
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     started = await receive_until(socket, of_type("tool_call_started"))
     run_id = started[-1]["run_id"]
@@ -186,7 +186,7 @@ async def test_a_turn_whose_run_was_closed_as_orphaned_stops_itself(
     conversation, alice_cookie, chat_tools, settings
 ):
     settings.CHAT_RUN_LEASE_SECONDS = 1
-    socket, _, _ = await open_socket(conversation.pk, alice_cookie)
+    socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     run_id = (await receive_until(socket, of_type("tool_update")))[-1]["run_id"]
     # As another process does when this one stalled past its lease.

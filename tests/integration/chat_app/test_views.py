@@ -34,7 +34,7 @@ def finished_run(conversation):
 def test_home_opens_the_newest_conversation(alice_client, conversation):
     response = alice_client.get("/")
     assert response.status_code == 302
-    assert response["Location"] == f"/c/{conversation.pk}/"
+    assert response["Location"] == f"/c/{conversation.public_id}/"
 
 
 def test_home_without_conversations_invites_a_new_chat(alice_client):
@@ -50,7 +50,7 @@ def test_new_chat_creates_a_conversation_for_its_owner(alice_client, alice):
 
 
 def test_the_page_has_the_composer_with_its_pickers(alice_client, conversation):
-    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    html = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     for marker in (
         'id="profile-select"',
         'id="model-select"',
@@ -69,7 +69,7 @@ def test_the_page_has_the_composer_with_its_pickers(alice_client, conversation):
 def test_the_transcript_renders_safe_markdown_and_escaped_user_text(
     alice_client, conversation, finished_run
 ):
-    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    html = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     assert "<strong>Done</strong>" in html
     assert "<script>alert(1)</script>" not in html
     assert 'href="javascript:' not in html
@@ -77,7 +77,7 @@ def test_the_transcript_renders_safe_markdown_and_escaped_user_text(
 
 
 def test_bob_gets_404_for_alices_conversation_page(bob_client, conversation):
-    assert bob_client.get(f"/c/{conversation.pk}/").status_code == 404
+    assert bob_client.get(f"/c/{conversation.public_id}/").status_code == 404
 
 
 def _record_with_result(run, path) -> ToolCallRecord:
@@ -138,7 +138,7 @@ def test_a_symlink_escaping_the_results_dir_is_not_served(alice_client, finished
 def test_the_todo_panel_renders_the_saved_list(alice_client, conversation):
     conversation.todos = [{"id": "1", "content": "pack bags", "status": "in_progress"}]
     conversation.save()
-    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    html = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     assert '<li data-status="in_progress">pack bags</li>' in html
 
 
@@ -147,7 +147,7 @@ def test_a_model_without_its_key_is_marked_with_a_clear_message(
 ):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     settings.OPENPROGRAM_MODELS = ["offline", "openai/gpt-4o-mini"]
-    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    html = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     assert "openai/gpt-4o-mini (key missing)" in html
     assert "needs OPENAI_API_KEY set in the server&#x27;s environment" in html
 
@@ -157,7 +157,7 @@ def test_nested_calls_are_rendered_with_their_parent(alice_client, conversation,
     ToolCallRecord.objects.create(
         run=finished_run, call_id="inner", name="read", parent_call_id="outer"
     )
-    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    html = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     assert 'data-call-id="inner" data-status="running" data-parent-call-id="outer"' in html
 
 
@@ -184,5 +184,5 @@ def test_favicon_ico_redirects_anonymous_browsers_to_the_svg_icon(client):
 
 
 def test_every_page_links_the_favicon(alice_client, conversation):
-    page = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    page = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     assert f'<link rel="icon" type="image/svg+xml" href="{settings.STATIC_URL}favicon.svg">' in page

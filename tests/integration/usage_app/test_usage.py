@@ -173,6 +173,6 @@ def test_each_finished_run_shows_its_tokens_and_cost(alice, client):
     )
     client.force_login(alice)
 
-    page = client.get(f"/c/{conversation.pk}/").content.decode()
+    page = client.get(f"/c/{conversation.public_id}/").content.decode()
 
     assert "1,234 tokens · 0.0123 USD" in page
