@@ -13,7 +13,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 SYNC := $(UV) sync --locked --quiet --python $(PY)
 
-.PHONY: run test bench lint format system-deps clean lock install-run install-test install-bench
+.PHONY: run test bench lint format system-deps sandbox-deps clean lock install-run install-test install-bench
 
 $(UV):
 	@test -x $(TOOLS)/bin/python || $(PY) -m venv $(TOOLS)
@@ -34,16 +34,24 @@ install-bench: $(UV)
 lock: $(UV)
 	$(UV) lock --python $(PY)
 
-run: install-run
+# The shell sandbox: without bubblewrap, `bash` is simply not offered (never unconfined).
+sandbox-deps:
+	@command -v bwrap >/dev/null || { echo "installing: bubblewrap"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+	  || echo "could not install bubblewrap: the bash tool stays unavailable (see docs/security.md)"; }
+
+run: install-run sandbox-deps
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 # Debian packages the tests need: Chromium for the browser tests, Redis and
-# PostgreSQL servers for the scale-out tests. Installed only when missing.
+# PostgreSQL servers for the scale-out tests, bubblewrap for the shell sandbox.
+# Installed only when missing.
 system-deps:
 	@missing=""; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \

@@ -97,7 +97,11 @@ def turn_prepare(
         "workspace": workspace_for(user=user),
         "state": {"todos": list(conversation.todos)},
         "approval_timeout": float(settings.APPROVAL_TIMEOUT_SECONDS),
-        "can_use_context": {"user_id": user.pk, "username": user.get_username()},
+        "can_use_context": {
+            "user_id": user.pk,
+            "username": user.get_username(),
+            "is_staff": bool(user.is_staff),
+        },
     }
     return PreparedTurn(
         run_id=run.pk,

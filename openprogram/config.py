@@ -31,6 +31,12 @@ class Config:
     """``host`` or ``host:port`` entries that may be fetched even on private addresses."""
     web_fetch_max_bytes: int = 2_000_000
     web_fetch_timeout: float = 20.0
+    sandbox_network: bool = False
+    """Whether shell commands may reach the network (the sandbox has none by default)."""
+    shell_staff_only: bool = False
+    """Offer ``bash`` only to staff (the turn's ``can_use`` context says ``is_staff``)."""
+    bwrap: str = "bwrap"
+    """The bubblewrap binary that confines every process a tool starts."""
 
 
 def _default() -> Config:
@@ -53,6 +59,9 @@ def configure(
     web_fetch_allow_hosts: tuple[str, ...] | list[str] = (),
     web_fetch_max_bytes: int = 2_000_000,
     web_fetch_timeout: float = 20.0,
+    sandbox_network: bool = False,
+    shell_staff_only: bool = False,
+    bwrap: str = "bwrap",
 ) -> Config:
     global _config
     home_path = Path(home).expanduser().resolve()
@@ -67,6 +76,9 @@ def configure(
         web_fetch_allow_hosts=tuple(web_fetch_allow_hosts),
         web_fetch_max_bytes=web_fetch_max_bytes,
         web_fetch_timeout=web_fetch_timeout,
+        sandbox_network=sandbox_network,
+        shell_staff_only=shell_staff_only,
+        bwrap=bwrap,
     )
     return _config
 

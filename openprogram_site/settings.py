@@ -201,6 +201,10 @@ if OPENPROGRAM_DEFAULT_MODEL not in OPENPROGRAM_MODELS:
 OPENPROGRAM_PACKAGES = env_list("OPENPROGRAM_PACKAGES")
 # Shell access. bash always needs approval; beyond loopback it is off unless allowed.
 OPENPROGRAM_ALLOW_SHELL = env_bool("OPENPROGRAM_ALLOW_SHELL", not BINDS_BEYOND_LOOPBACK)
+# Every process a tool starts runs under bubblewrap; no network unless opted in.
+OPENPROGRAM_SANDBOX_NETWORK = env_bool("OPENPROGRAM_SANDBOX_NETWORK", False)
+OPENPROGRAM_SHELL_STAFF_ONLY = env_bool("OPENPROGRAM_SHELL_STAFF_ONLY", False)
+OPENPROGRAM_BWRAP = env_str("OPENPROGRAM_BWRAP", "bwrap")
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
 # Turn starts per user (chat_app/turn_limits.py): per minute, and running at once; 0 = off.
 OPENPROGRAM_TURNS_PER_MINUTE = env_int("OPENPROGRAM_TURNS_PER_MINUTE", 30, minimum=0)

@@ -26,6 +26,9 @@ def start_background_services() -> None:
         web_fetch_allow_hosts=tuple(settings.WEB_FETCH_ALLOW_HOSTS),
         web_fetch_max_bytes=settings.WEB_FETCH_MAX_BYTES,
         web_fetch_timeout=float(settings.WEB_FETCH_TIMEOUT_SECONDS),
+        sandbox_network=settings.OPENPROGRAM_SANDBOX_NETWORK,
+        shell_staff_only=settings.OPENPROGRAM_SHELL_STAFF_ONLY,
+        bwrap=settings.OPENPROGRAM_BWRAP,
     )
     from openprogram.programs.loader import load_program_packages
 

@@ -5,7 +5,14 @@ Safety, in the order it applies:
 * layer 4 hides the tool when the host does not allow a shell (``Config.allow_shell``;
   the web app turns it off when it binds beyond loopback unless explicitly allowed),
   with a reason saying how to turn it on (:func:`shell_disabled_reason`);
+* layer 4 also hides it when the bubblewrap sandbox cannot start here
+  (:func:`openprogram.security.sandbox.sandbox_problem`), and from non-staff users
+  when ``Config.shell_staff_only`` is set — it never runs unconfined;
 * every call needs the person's approval (``requires_approval=True``: no approver, no run);
+* the command runs inside the sandbox (``openprogram/security/sandbox.py``): the
+  turn's workspace is the only user data it can see and the only place it can write,
+  ``/tmp`` is private, there is no network unless the deployment opts in, and killing
+  the server (even ``kill -9``) kills everything in the sandbox;
 * the command runs with the workspace as working directory and ``HOME``, and an
   environment built from an allow-list (never the server's own variables, never a
   name that looks like a key, token, secret or password);
@@ -25,12 +32,14 @@ import re
 import shutil
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from openprogram.config import get_config
 from openprogram.programs._availability import ToolUnavailable
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
+from openprogram.security.sandbox import sandbox_argv, sandbox_problem
 from openprogram.workspace import current_workspace
 
 __all__ = ["bash", "scrubbed_environment", "shell_allowed", "shell_disabled_reason"]
@@ -67,6 +76,16 @@ def _shell_gate() -> bool:
     """Layer 4 gate: off with an actionable reason unless the host allows a shell."""
     if not shell_allowed():
         raise ToolUnavailable(shell_disabled_reason())
+    problem = sandbox_problem(get_config().bwrap)
+    if problem is not None:
+        raise ToolUnavailable(problem)
+    return True
+
+
+def _staff_gate(**context: Any) -> bool:
+    """Layer 4 per user: with ``shell_staff_only``, only staff see ``bash``."""
+    if get_config().shell_staff_only and not context.get("is_staff"):
+        raise ToolUnavailable("the shell is limited to staff on this server")
     return True
 
 
@@ -158,6 +177,7 @@ async def _pump(
     unsafe_in=["plan"],
     requires_approval=True,
     check_fn=_shell_gate,
+    can_use=_staff_gate,
     timeout=120,
     timeout_min=1,
     timeout_max=600,
@@ -177,7 +197,9 @@ async def bash(
     and TZ — no API keys or server secrets. Standard output and error are merged and
     streamed live; very long output keeps its first and last 100,000 characters. The
     command is stopped, with everything it started, after `timeout` seconds (default
-    120, at most 600), and background jobs (`&`) do not outlive the call. Prefer the
+    120, at most 600), and background jobs (`&`) do not outlive the call. It runs in a
+    sandbox: only the workspace is visible and writable, /tmp is private and empty,
+    and there is normally no network access. Prefer the
     read, grep, glob and edit tools for looking at and changing files.
 
     Args:
@@ -188,15 +210,25 @@ async def bash(
         raise ValueError("command is empty; give the shell command to run")
     if not shell_allowed():
         raise PermissionError(shell_disabled_reason())
+    config = get_config()
+    problem = sandbox_problem(config.bwrap)
+    if problem is not None:  # checked again at call time: never run unconfined
+        raise PermissionError(problem)
     workspace = str(current_workspace())
+    argv = sandbox_argv(
+        [shutil.which("bash") or "/bin/sh", "-c", command],
+        workspace=Path(workspace),
+        network=config.sandbox_network,
+        bwrap=config.bwrap,
+    )
     # Our own pipe, not asyncio's: Process.wait() would otherwise also wait for every
     # holder of the pipe (a background job) to exit, and the job would outlive us.
     read_fd, write_fd = os.pipe()
     try:
+        # Spawned from the event loop's (long-lived) thread: bwrap's die-with-parent
+        # signal fires when the thread that forked it ends, i.e. with the server.
         process = await asyncio.create_subprocess_exec(
-            shutil.which("bash") or "/bin/sh",
-            "-c",
-            command,
+            *argv,
             cwd=workspace,
             env=scrubbed_environment(workspace),
             stdin=asyncio.subprocess.DEVNULL,

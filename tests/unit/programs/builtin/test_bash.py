@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -100,33 +101,56 @@ def test_the_environment_allow_list_drops_secret_looking_names(monkeypatch):
     assert env["HOME"] == "/ws" and env["TZ"] == "UTC"
 
 
+def _marker() -> str:
+    """A sleep length no other process on the machine uses: how we find it from outside.
+
+    Inside the sandbox's PID namespace ``$!`` is not a host PID, so survivors are found
+    by their command line in the host's /proc.
+    """
+    return f"300.{uuid.uuid4().int % 10**9:09d}"
+
+
+def _survivors(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in argv and not _gone(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 async def test_a_timeout_kills_the_whole_process_group(approvals, workspace, call):
-    command = "sleep 300 & echo $! > child.pid; wait"
+    marker = _marker()
+    command = f"sleep {marker} & echo started > child.pid; wait"
     result = await call(bash, {"command": command, "timeout": 1})
     assert result.is_error and "timed out after 1 s" in result.content
-    child = int((workspace / "child.pid").read_text())
-    assert await _wait_until(lambda: _gone(child)), f"grandchild {child} survived"
+    assert (workspace / "child.pid").read_text().strip() == "started"
+    assert await _wait_until(lambda: not _survivors(marker)), "a grandchild survived"
 
 
 async def test_cancel_kills_the_whole_process_group(approvals, workspace, call):
+    marker = _marker()
     cancel = asyncio.Event()
     task = asyncio.create_task(
-        call(bash, {"command": "sleep 300 & echo $! > child.pid; wait"}, cancel=cancel)
+        call(bash, {"command": f"sleep {marker} & echo started > child.pid; wait"}, cancel=cancel)
     )
-    pid_file = workspace / "child.pid"
-    assert await _wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
-    child = int((workspace / "child.pid").read_text())
+    assert await _wait_until(lambda: bool(_survivors(marker)))
     cancel.set()
     result = await task
     assert result.is_error and "cancelled" in result.content
-    assert await _wait_until(lambda: _gone(child)), f"grandchild {child} survived"
+    assert await _wait_until(lambda: not _survivors(marker)), "a grandchild survived"
 
 
 async def test_background_jobs_do_not_outlive_a_finished_command(approvals, workspace, call):
-    result = await call(bash, {"command": "sleep 300 & echo $! > child.pid; echo done"})
+    marker = _marker()
+    result = await call(bash, {"command": f"sleep {marker} & echo done"})
     assert "done" in result.content and "[exit code 0]" in result.content
-    child = int((workspace / "child.pid").read_text())
-    assert await _wait_until(lambda: _gone(child)), f"background job {child} survived"
+    assert await _wait_until(lambda: not _survivors(marker)), "a background job survived"
 
 
 async def test_the_timeout_is_clamped_into_range(approvals, call):

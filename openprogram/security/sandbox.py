@@ -1,0 +1,141 @@
+"""Run a tool's process inside a bubblewrap sandbox: the workspace and nothing else.
+
+Contract, step by step (:func:`sandbox_argv` builds it, :func:`sandbox_problem` checks
+that it can start at all):
+
+1. a fresh mount namespace whose root is an empty tmpfs: nothing of the host is visible
+   unless listed here;
+2. the system's programs and libraries, read-only: ``/usr`` (and ``/bin``, ``/lib``,
+   ``/lib64``, ``/sbin``, as the symlinks or read-only directories they are on the
+   host), and a short allow-list of ``/etc`` files a shell needs (``ld.so.cache``,
+   ``passwd``, ``group``, ``localtime``, ``alternatives``, certificates) — never
+   ``/etc/shadow``, ``/root``, ``/home``, the data directory, the database, the secret
+   key, saved results or any other user's workspace;
+3. the turn's workspace, read-write, at its real path (paths a tool reports mean the
+   same thing inside and out); it is also the working directory and ``HOME``;
+4. a private ``/tmp`` (tmpfs, gone with the call), a fresh ``/proc`` and a minimal
+   ``/dev``;
+5. new PID, IPC, UTS, cgroup and user namespaces; all capabilities dropped; a new
+   terminal session (no TIOCSTI into the server's terminal);
+6. ``--die-with-parent``: if the server process dies — even ``kill -9`` — the kernel
+   kills the sandbox's init, and with it every process in its PID namespace;
+7. no network (a private, empty network namespace) unless the deployment opts in
+   (``Config.sandbox_network``), which then also shares ``/etc/resolv.conf`` and
+   ``/etc/hosts``.
+
+If ``bwrap`` is missing or cannot create the namespaces here, :func:`sandbox_problem`
+says why, and the tools that need it are not offered (layer 4) — a command is never
+run unconfined.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["sandbox_argv", "sandbox_problem"]
+
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/bash.bashrc",
+    "/etc/inputrc",
+)
+_NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf")
+_PROBE_TIMEOUT_S = 10.0
+
+
+def _system_mounts() -> list[str]:
+    args: list[str] = []
+    for path in _SYSTEM_DIRS:
+        if os.path.islink(path):  # usr-merged systems: /bin -> usr/bin
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _etc_mounts(network: bool) -> list[str]:
+    args: list[str] = []
+    for path in (*_ETC_FILES, *(_NETWORK_ETC_FILES if network else ())):
+        if os.path.lexists(path):
+            args += ["--ro-bind-try", path, path]
+    return args
+
+
+def sandbox_argv(
+    command: Sequence[str], *, workspace: Path, network: bool = False, bwrap: str = "bwrap"
+) -> list[str]:
+    """The full argv that runs ``command`` confined to ``workspace`` (see the module doc)."""
+    root = str(Path(workspace).resolve())
+    args = [
+        shutil.which(bwrap) or bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-user-try",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
+        "--tmpfs",
+        "/",
+        *_system_mounts(),
+        *_etc_mounts(network),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        root,
+        root,
+        "--chdir",
+        root,
+        "--setenv",
+        "HOME",
+        root,
+        "--hostname",
+        "sandbox",
+    ]
+    if not network:
+        args.insert(args.index("--unshare-uts"), "--unshare-net")
+    return [*args, "--", *command]
+
+
+@functools.lru_cache(maxsize=8)
+def sandbox_problem(bwrap: str = "bwrap") -> str | None:
+    """None when a sandbox can start here; else a reason a person can act on. Cached."""
+    binary = shutil.which(bwrap)
+    if binary is None:
+        return (
+            f"the shell sandbox is unavailable: {bwrap!r} (bubblewrap) is not installed; "
+            "install the Debian package 'bubblewrap' (make run does)"
+        )
+    probe_dir = Path(os.environ.get("TMPDIR") or "/tmp")
+    argv = sandbox_argv(["/bin/sh", "-c", "exit 0"], workspace=probe_dir, bwrap=binary)
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the shell sandbox cannot start: {type(exc).__name__}: {exc}"
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        return f"the shell sandbox cannot start here: bwrap said {detail[0]!r}"
+    return None
