@@ -42,6 +42,7 @@ __all__ = [
     "run_record_events",
     "run_renew_lease",
     "run_start",
+    "runs_close_at_startup",
 ]
 
 _TITLE_WORDS = 8
@@ -326,6 +327,23 @@ def run_expire_orphans(*, conversation_id: int, reason: str = ORPHANED_RUN_ERROR
     run_ids = list(expired.values_list("pk", flat=True))
     for run_id in run_ids:
         run_finish(run_id=run_id, status="error", text=_partial_text(run_id), error=reason)
+    return len(run_ids)
+
+
+def runs_close_at_startup(*, single_process: bool) -> int:
+    """Close the runs a previous server left marked running; returns how many.
+
+    With one process (the in-memory channel layer) nobody else can be running a turn, so
+    every running run is a leftover; with several, only those whose lease lapsed are.
+    """
+    running = Run.objects.filter(status="running")
+    if not single_process:
+        running = running.filter(Q(lease_until__lt=timezone.now()) | Q(lease_until__isnull=True))
+    run_ids = list(running.values_list("pk", flat=True))
+    for run_id in run_ids:
+        run_finish(
+            run_id=run_id, status="error", text=_partial_text(run_id), error=ORPHANED_RUN_ERROR
+        )
     return len(run_ids)
 
 

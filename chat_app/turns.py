@@ -101,6 +101,8 @@ class ActiveTurn:
         self._buffer_chars = 0
         self._buffer_since = 0.0
         self._persist_lock = asyncio.Lock()
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._timed_flushes: set[asyncio.Future[None]] = set()
         self._relay = GroupRelay(events_group(conversation_id))
         self._approvals: dict[str, asyncio.Future[ApprovalDecision]] = {}
         self._questions: dict[str, asyncio.Future[str]] = {}
@@ -172,6 +174,11 @@ class ActiveTurn:
         if event["type"] in STREAMED:
             if not self._buffer:
                 self._buffer_since = time.monotonic()
+                # Written within the window even if no further event ever comes (a model
+                # that streams and then stalls, a server that dies): crash loss ≤ 0.25 s.
+                self._flush_timer = asyncio.get_running_loop().call_later(
+                    _FLUSH_AFTER_SECONDS, self._flush_on_timer
+                )
             self._buffer.append(event)
             self._buffer_chars += len(event.get("text", ""))
             if (
@@ -184,8 +191,23 @@ class ActiveTurn:
         await self._relay.send(event)
         return event
 
+    def _flush_on_timer(self) -> None:
+        self._flush_timer = None
+        task = asyncio.ensure_future(self._safe_flush())
+        self._timed_flushes.add(task)
+        task.add_done_callback(self._timed_flushes.discard)
+
+    async def _safe_flush(self) -> None:
+        try:
+            await self.flush()
+        except Exception:
+            _log.exception("could not write streamed events of run %r", self.run_id)
+
     async def flush(self, extra: dict[str, Any] | None = None) -> None:
         """Write buffered streamed events (and ``extra``) to run history, in order."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         async with self._persist_lock:
             batch = coalesce_streamed(self._buffer)
             self._buffer, self._buffer_chars = [], 0

@@ -33,9 +33,26 @@ def start_background_services() -> None:
     from openprogram.programs.loader import load_program_packages
 
     load_program_packages(settings.OPENPROGRAM_PACKAGES)  # logs failures, never raises
+    _close_runs_left_running()
     from tools_app.catalog_sync import tool_catalog_sync_at_startup
 
     tool_catalog_sync_at_startup()  # logs a missing table, never raises
     from tools_app.mcp_services import mcp_servers_start
 
     mcp_servers_start()  # connects in the background; atexit closes every server
+
+
+def _close_runs_left_running() -> None:
+    """Runs a crashed server left marked running are closed now, not when someone looks."""
+    from django.db import DatabaseError
+
+    from chat_app.services import runs_close_at_startup
+    from chat_app.turns import single_process_layer
+
+    try:
+        closed = runs_close_at_startup(single_process=single_process_layer())
+    except DatabaseError:  # not migrated yet: nothing can be running
+        logger.info("run table not ready; no leftover runs to close")
+        return
+    if closed:
+        logger.warning("closed %d run(s) left running by a server that stopped", closed)
