@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from accounts import account_views as account_pages
 from accounts import views as account_views
 from accounts.login_forms import ThrottledAdminAuthenticationForm
 from chat_app import views as chat_views
@@ -18,6 +19,12 @@ urlpatterns = [
     path("login/", account_views.SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("login/token/<str:token>/", account_views.token_login, name="token-login"),
+    path("account/", account_pages.account_page, name="account"),
+    path(
+        "account/tokens/<int:token_id>/revoke/",
+        account_pages.api_token_revoke,
+        name="api-token-revoke",
+    ),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("programs/", include("tools_app.urls")),
