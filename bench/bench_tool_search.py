@@ -53,7 +53,7 @@ def _as_tools(
             name, n = base, 1
             while name in tools or name == tool_search.name:
                 n += 1
-                name = f"{base}~{n}"
+                name = f"{base}__v{n}"
             tool = AgentTool(
                 name=name,
                 description=function.description,

@@ -20,6 +20,7 @@ import jsonschema
 
 from openprogram.agent.events import Event, ToolCallStarted, ToolFinished, ToolUpdate
 from openprogram.agent.types import AgentTool, AgentToolResult, ToolCall
+from openprogram.programs.call_policy import dispatch_tool_call
 from openprogram.programs.deferred import loaded_deferred, mark_deferred_loaded
 
 __all__ = ["PREVIEW_CHARS", "ToolCallOutcome", "parse_arguments", "run_tool_call"]
@@ -94,7 +95,8 @@ async def _execute(
             sink(ToolUpdate(call_id=call.id, text=str(chunk)))
 
     try:
-        result = await tool.execute(call.id, args, cancel, on_update)
+        # The one enforcement point: approval, budget, cancel, caps, stream, cache.
+        result = await dispatch_tool_call(tool, call.id, args, cancel, on_update)
     except asyncio.CancelledError:
         raise
     except Exception as exc:

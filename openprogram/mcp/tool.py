@@ -25,7 +25,7 @@ from jsonschema.exceptions import best_match
 
 from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
 from openprogram.mcp.errors import MCPCallError
-from openprogram.programs.results import TailAccumulator, cap_result_text
+from openprogram.programs.results import TailAccumulator
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "MCPTool", "ProgressFn", "mcp_tool_name"]
 
@@ -225,15 +225,12 @@ class MCPTool(AgentTool):
                 call.cancel()
         await updates.drain()
         text, attachments = _result_parts(result)
-        capped = cap_result_text(text, tool=self, call_id=call_id)
+        # The full text: the dispatcher's call policy caps and persists it (call_policy.py).
         return finish(
             AgentToolResult(
-                content=capped.text,
+                content=text,
                 is_error=bool(result.is_error),
                 details=result.structured_content,
-                truncated=capped.truncated,
-                dropped_chars=capped.dropped_chars,
-                full_result_path=capped.full_result_path,
                 attachments=attachments,
             )
         )

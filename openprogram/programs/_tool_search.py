@@ -37,6 +37,10 @@ _PARAMETERS: dict[str, Any] = {
                 "or 'select:NAME[,NAME]' to load exact tool names from the deferred catalog."
             ),
         },
+        "select": {
+            "type": "string",
+            "description": "Exact tool name(s) to load, comma-separated (same as 'select:NAME').",
+        },
         "max_results": {
             "type": "integer",
             "minimum": 1,
@@ -45,7 +49,7 @@ _PARAMETERS: dict[str, Any] = {
             "description": "How many tools to load for a keyword query.",
         },
     },
-    "required": ["query"],
+    "minProperties": 1,
     "additionalProperties": False,
 }
 
@@ -90,12 +94,17 @@ def _parse(args: dict[str, Any] | str) -> tuple[str, int]:
             raise ValueError(f"arguments are not valid JSON: {exc.msg}") from exc
     if not isinstance(args, dict):
         raise ValueError("arguments must be an object with a 'query' string")
-    unknown = sorted(set(args) - {"query", "max_results"})
+    unknown = sorted(set(args) - {"query", "select", "max_results"})
     if unknown:
         raise ValueError(f"unexpected argument(s) {', '.join(map(repr, unknown))}")
+    select = args.get("select")
+    if select is not None:
+        if not isinstance(select, str) or not select.strip():
+            raise ValueError("'select' must be a non-empty string of tool names")
+        return f"{_SELECT_PREFIX}{select.strip()}", _MAX_RESULTS_CAP
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise ValueError("'query' must be a non-empty string")
+        raise ValueError("give 'query' (keywords) or 'select' (exact tool names)")
     limit = args.get("max_results", 5)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"'max_results' must be a positive integer, got {limit!r}")

@@ -111,8 +111,6 @@ def _check_settings(tool: str, settings: dict[str, Any]) -> None:
         isinstance(settings["name"], str) and _TOOL_NAME.match(settings["name"])
     ):
         fail("name", "must be 1-64 letters, digits, '_' or '-'")
-    if "expose" in settings and not isinstance(settings["expose"], bool):
-        fail("expose", "must be True or False")
     for option in ("check_fn", "can_use"):
         if settings.get(option) is not None and not callable(settings[option]):
             fail(option, "must be callable")
@@ -165,6 +163,12 @@ def build_function_tool(fn: Callable[..., Any], **settings: Any) -> FunctionTool
             f"tool {name!r}: no description; write a docstring or pass description="
         )
     tool_settings = {k: v for k, v in settings.items() if k not in _REGISTRATION_ONLY}
+    # As in method_options: a non-bool ``expose`` (the spec's "io") means exposed, and the
+    # value is kept as metadata on ``tool.expose_hint``.
+    expose_hint = None
+    if "expose" in tool_settings and not isinstance(tool_settings["expose"], bool):
+        expose_hint = tool_settings["expose"]
+        tool_settings["expose"] = bool(expose_hint)
     tool_settings.update(
         name=name,
         description=description,
@@ -173,7 +177,9 @@ def build_function_tool(fn: Callable[..., Any], **settings: Any) -> FunctionTool
         unsafe_in=frozenset(_as_tuple(tool_settings.get("unsafe_in"))),
         requires_env=_as_tuple(tool_settings.get("requires_env")),
     )
-    return FunctionTool(fn, signature=signature, **tool_settings)
+    tool = FunctionTool(fn, signature=signature, **tool_settings)
+    tool.expose_hint = expose_hint  # type: ignore[attr-defined]
+    return tool
 
 
 def _declares_timeout(fn: Callable[..., Any]) -> bool:

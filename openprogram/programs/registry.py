@@ -8,6 +8,7 @@ decorator internals. All mutation happens under one lock; readers get snapshots.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,8 +17,10 @@ from openprogram.agent.types import AgentTool
 
 __all__ = [
     "DuplicateToolError",
+    "InvalidToolOption",
     "RegistrySnapshot",
     "all_tools",
+    "check_tool_options",
     "filter_for",
     "get",
     "register",
@@ -31,6 +34,52 @@ __all__ = [
 ]
 
 
+class InvalidToolOption(ValueError):
+    """A tool instance carries a setting that cannot work."""
+
+
+def check_tool_options(tool: AgentTool) -> None:
+    """Refuse settings of the wrong type or range on any AgentTool (the @function rules)."""
+
+    def fail(option: str, problem: str) -> None:
+        raise InvalidToolOption(
+            f"tool {getattr(tool, 'name', tool)!r}: {option}={getattr(tool, option)!r} {problem}"
+        )
+
+    if not isinstance(tool, AgentTool):
+        raise InvalidToolOption(f"{tool!r} is not an AgentTool")
+    if not isinstance(tool.name, str) or not _TOOL_NAME.match(tool.name):
+        fail("name", "must be a non-empty name without spaces, at most 128 characters")
+    for option in ("max_result_chars", "stream_capacity_chars"):
+        value = getattr(tool, option)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value <= 0
+        ):
+            fail(option, "must be a positive integer")
+    for option in ("timeout", "timeout_min", "timeout_max", "cache_ttl"):
+        value = getattr(tool, option)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+        ):
+            fail(option, "must be a positive number of seconds")
+    if not (isinstance(tool.head_ratio, int | float) and 0 < tool.head_ratio < 1):
+        fail("head_ratio", "must be strictly between 0 and 1")
+    for option in ("persist_full", "cache", "defer"):
+        if not isinstance(getattr(tool, option), bool):
+            fail(option, "must be True or False")
+    if not (isinstance(tool.requires_approval, bool) or callable(tool.requires_approval)):
+        fail("requires_approval", "must be a bool or a callable on the arguments")
+    for option in ("check_fn", "can_use"):
+        if getattr(tool, option) is not None and not callable(getattr(tool, option)):
+            fail(option, "must be callable")
+    if not (
+        isinstance(tool.parameters, dict) and tool.parameters.get("type", "object") == "object"
+    ):
+        fail("parameters", "must be a JSON Schema object ({'type': 'object', ...})")
+    if not isinstance(tool.description, str):
+        fail("description", "must be a string")
+
+
 class DuplicateToolError(ValueError):
     """A second tool tried to take a name that is already registered."""
 
@@ -41,6 +90,9 @@ _toolset_membership: dict[str, set[str]] = {}
 _unsafe_in_channel: dict[str, set[str]] = {}
 _version = 0
 """Bumped on every change so caches built from the registry know when to rebuild."""
+
+
+_TOOL_NAME = re.compile(r"^\S{1,128}$")
 
 
 @dataclass(frozen=True)
@@ -63,8 +115,14 @@ def _unindex(name: str) -> None:
 
 
 def register(tool: AgentTool, *, override: bool = False) -> AgentTool:
-    """Add ``tool``; a second tool with the same name is refused unless ``override``."""
+    """Add ``tool``; a second tool with the same name is refused unless ``override``.
+
+    Whatever its class, its settings are checked first: an option of the wrong type
+    (a plugin's ``max_result_chars="big"``) is refused here, naming the tool and the
+    option, instead of failing mid-conversation or being silently ignored.
+    """
     global _version
+    check_tool_options(tool)
     with _lock:
         existing = _registry.get(tool.name)
         if existing is not None and existing is not tool and not override:

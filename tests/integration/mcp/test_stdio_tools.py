@@ -98,10 +98,12 @@ async def test_it_streams_progress_notifications_to_on_update_before_the_result(
     assert updates == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
 
 
-async def test_it_caps_a_large_result_and_persists_the_whole_text(demo):
+async def test_the_dispatcher_caps_a_large_result_and_persists_the_whole_text(demo):
+    from openprogram.programs.call_policy import dispatch_tool_call
+
     tool = _tool("big_output")
     size = tool.max_result_chars * 3
-    result = await tool.execute("c7", {"size": size})
+    result = await dispatch_tool_call(tool, "c7", {"size": size})
     assert result.truncated
     assert len(result.content) <= tool.max_result_chars
     assert result.dropped_chars > size // 2

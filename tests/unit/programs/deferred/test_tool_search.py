@@ -123,8 +123,8 @@ async def test_outside_a_turn_it_searches_every_exposed_deferred_tool(github):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({}, "'query' must be a non-empty string"),
-        ({"query": "  "}, "'query' must be a non-empty string"),
+        ({}, "give 'query' (keywords) or 'select'"),
+        ({"query": "  "}, "give 'query' (keywords) or 'select'"),
         ({"query": "x", "max_results": 0}, "'max_results' must be a positive integer"),
         ({"query": "x", "limit": 3}, "unexpected argument(s) 'limit'"),
         ("{not json", "arguments are not valid JSON"),
@@ -139,3 +139,15 @@ async def test_bad_arguments_are_an_error_the_model_can_act_on(turn, args, messa
 async def test_max_results_caps_how_many_tools_load(turn):
     result = await tool_search.execute("c1", {"query": "repository issue", "max_results": 1})
     assert len(result.details["loaded"]) == 1
+
+
+async def test_select_works_as_an_argument_as_well_as_in_the_query(turn):
+    result = await tool_search.execute("c1", {"select": "mcp__cal__add_event, mcp__db__run_query"})
+    assert not result.is_error
+    assert result.details["loaded"] == ["mcp__cal__add_event", "mcp__db__run_query"]
+    assert loaded_deferred() >= {"mcp__cal__add_event", "mcp__db__run_query"}
+
+
+async def test_neither_query_nor_select_is_a_clear_error(turn):
+    result = await tool_search.execute("c1", {"max_results": 3})
+    assert result.is_error and "'query'" in result.content and "'select'" in result.content

@@ -111,7 +111,6 @@ def test_every_spec_setting_is_accepted_and_lands_on_the_tool():
         ({"cache_ttl": float("nan")}, r"cache_ttl=nan must be a positive"),
         ({"name": "has space"}, r"name='has space' must be 1-64 letters"),
         ({"source": "cloud"}, r"source='cloud' must be one of"),
-        ({"expose": "io"}, r"expose='io' must be True or False"),
         ({"check_fn": 3}, r"check_fn=3 must be callable"),
         ({"requires_approval": "yes"}, r"requires_approval='yes' must be a bool or a callable"),
     ],
@@ -301,3 +300,35 @@ def test_a_generator_is_refused_in_favour_of_on_update():
         def lines():
             """Yield lines."""
             yield "a"
+
+
+def test_a_non_bool_expose_means_exposed_with_the_value_kept_as_in_method_options(clean_registry):
+    @function(expose="io")
+    def shared_io(text: str) -> str:
+        """Pass text through."""
+        return text
+
+    tool = shared_io._agent_tool
+    assert (tool.expose, tool.expose_hint) == (True, "io")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("max_result_chars", "big", "max_result_chars='big' must be a positive integer"),
+        ("timeout", -1, "timeout=-1 must be a positive number of seconds"),
+        ("requires_approval", "yes", "requires_approval='yes' must be a bool or a callable"),
+        ("cache", "on", "cache='on' must be True or False"),
+    ],
+)
+def test_a_plugin_tool_with_a_wrong_option_is_refused_at_registration(
+    clean_registry, option, value, message
+):
+    from openprogram.agent.types import AgentTool
+    from openprogram.programs import registry
+
+    tool = AgentTool(name="plugin_tool", description="A plugin's own tool.")
+    setattr(tool, option, value)
+    with pytest.raises(registry.InvalidToolOption, match=f"tool 'plugin_tool': {message}"):
+        registry.register(tool)
+    assert registry.get("plugin_tool") is None

@@ -1,0 +1,263 @@
+"""One call policy for every tool kind: a plugin's AgentTool, an Agent method, an MCP tool
+(a real stdio server) and an @function get the same outcome through the dispatcher's
+``dispatch_tool_call`` — approval denied (never runs) and granted, timeout, cancel,
+oversize result (capped, full text persisted and readable), streaming over capacity."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openprogram import Agent
+from openprogram.agent.context import TurnContext, current_turn
+from openprogram.agent.types import AgentTool, AgentToolResult, ApprovalDecision
+from openprogram.programs.call_policy import dispatch_tool_call
+from openprogram.programs.decorator import function
+
+KINDS = ["plugin", "agent_method", "function", "mcp"]
+CAP = 2_000
+STREAM_CAPACITY = 300
+_release = threading.Event()
+_ran: list[str] = []
+
+
+class Behaviours:
+    """The same four behaviours, written as each kind of tool."""
+
+    def __init__(self, tools: dict[str, AgentTool], args: dict[str, dict[str, Any]]):
+        self.tools = tools
+        self.args = args
+
+    async def call(self, behaviour: str, **kwargs: Any) -> AgentToolResult:
+        return await dispatch_tool_call(
+            self.tools[behaviour], f"call-{behaviour}", self.args[behaviour], **kwargs
+        )
+
+
+def _configure(tool: AgentTool) -> AgentTool:
+    tool.max_result_chars = CAP
+    tool.stream_capacity_chars = STREAM_CAPACITY
+    return tool
+
+
+# --- a plugin's own AgentTool subclass ------------------------------------------------------
+
+
+class PluginTool(AgentTool):
+    def __init__(self, behaviour: str) -> None:
+        super().__init__(name=f"plugin_{behaviour}", description="A plugin tool.")
+        self.behaviour = behaviour
+
+    async def execute(self, call_id, args, cancel=None, on_update=None):
+        if self.behaviour == "quick":
+            _ran.append(self.name)
+            return AgentToolResult(content="ran")
+        if self.behaviour == "big":
+            return AgentToolResult(content="0123456789" * (CAP * 3 // 10))
+        for step in range(10_000):  # slow / stream: emit, then wait; ignores cancel
+            if on_update is not None and self.behaviour == "stream":
+                on_update(f"line {step:05d}\n")
+            await asyncio.sleep(0.001 if self.behaviour == "stream" else 0.05)
+        return AgentToolResult(content="never")
+
+
+def _plugin() -> Behaviours:
+    behaviours = ("quick", "slow", "big", "stream")
+    return Behaviours(
+        {b: _configure(PluginTool(b)) for b in behaviours}, {b: {} for b in behaviours}
+    )
+
+
+# --- @function and an Agent method -----------------------------------------------------------
+
+
+def _quick() -> str:
+    _ran.append("quick")
+    return "ran"
+
+
+def _slow() -> str:
+    _release.wait(30)  # a sync body that cannot be killed: the call must still return
+    return "never"
+
+
+def _big() -> str:
+    return "0123456789" * (CAP * 3 // 10)
+
+
+async def _stream(on_update: Callable[[str], None]) -> str:
+    for step in range(10_000):
+        on_update(f"line {step:05d}\n")
+        await asyncio.sleep(0.001)
+    return "never"
+
+
+def _functions() -> Behaviours:
+    tools = {}
+    for name, body in (("quick", _quick), ("slow", _slow), ("big", _big), ("stream", _stream)):
+        decorated = function(
+            name=f"fn_{name}", description=f"{name} body.", register_globally=False
+        )(body)
+        tools[name] = _configure(decorated._agent_tool)
+    return Behaviours(tools, {name: {} for name in tools})
+
+
+class PolicyAgent(Agent):
+    method_options = {
+        name: {"tool": True, "register_globally": False}
+        for name in ("quick", "slow", "big", "stream")
+    }
+
+    def quick(self) -> str:
+        """Run at once."""
+        return _quick()
+
+    def slow(self) -> str:
+        """Take long."""
+        return _slow()
+
+    def big(self) -> str:
+        """Return a lot."""
+        return _big()
+
+    async def stream(self, on_update: Callable[[str], None]) -> str:
+        """Stream a lot."""
+        return await _stream(on_update)
+
+
+def _agent_methods() -> Behaviours:
+    agent = PolicyAgent()
+    tools = {
+        name: _configure(getattr(agent, name)._agent_tool) for name in PolicyAgent.method_options
+    }
+    return Behaviours(tools, {name: {} for name in tools})
+
+
+# --- a real MCP server over stdio ----------------------------------------------------------
+
+
+async def _mcp(manager) -> Behaviours:
+    from openprogram.programs import registry
+    from tests.integration.mcp.conftest import WAIT, demo_config, is_ready
+
+    manager.add(demo_config())
+    await asyncio.to_thread(manager.wait_for, "demo", is_ready, timeout=WAIT)
+
+    def tool(remote: str) -> AgentTool:
+        found = registry.get(f"mcp__demo__{remote}")
+        assert found is not None
+        return _configure(found)
+
+    return Behaviours(
+        {
+            "quick": tool("echo"),
+            "slow": tool("slow_count"),
+            "big": tool("big_output"),
+            "stream": tool("slow_count"),
+        },
+        {
+            "quick": {"text": "ran"},
+            "slow": {"steps": 600, "delay": 0.05},
+            "big": {"size": CAP * 3},
+            "stream": {"steps": 3000, "delay": 0.001},
+        },
+    )
+
+
+# --- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def approvals(tmp_path: Path):
+    asked: list[tuple[str, dict]] = []
+    verdict = {"approved": True}
+
+    async def hook(request):
+        asked.append((request.call_id, dict(request.arguments)))
+        return ApprovalDecision(approved=verdict["approved"], reason="not today")
+
+    token = current_turn.set(TurnContext(user_id="alice", workspace=tmp_path, approval_hook=hook))
+    yield asked, verdict
+    current_turn.reset(token)
+
+
+@pytest.fixture(params=KINDS)
+async def kind(request, clean_registry) -> AsyncIterator[Behaviours]:
+    _release.clear()
+    _ran.clear()
+    if request.param == "mcp":
+        from openprogram.mcp.manager import Backoff, MCPManager
+
+        manager = MCPManager(backoff=Backoff(initial=0.05, maximum=0.4))
+        try:
+            yield await _mcp(manager)
+        finally:
+            await asyncio.to_thread(manager.shutdown)
+    else:
+        yield {"plugin": _plugin, "function": _functions, "agent_method": _agent_methods}[
+            request.param
+        ]()
+    _release.set()
+
+
+# --- the same outcomes ---------------------------------------------------------------------
+
+
+async def test_a_denied_call_never_runs(kind, approvals):
+    asked, verdict = approvals
+    verdict["approved"] = False
+    kind.tools["quick"].requires_approval = True
+    result = await kind.call("quick")
+    assert result.is_error and "denied" in result.content and "not today" in result.content
+    assert asked == [("call-quick", kind.args["quick"])]
+    assert _ran == []
+    assert "ran" not in result.content.replace("It was not run", "")
+
+
+async def test_an_approved_call_runs_once_asked(kind, approvals):
+    asked, _ = approvals
+    kind.tools["quick"].requires_approval = True
+    result = await kind.call("quick")
+    assert not result.is_error and "ran" in result.content
+    assert len(asked) == 1
+
+
+async def test_a_call_past_its_budget_times_out_promptly(kind, approvals):
+    kind.tools["slow"].timeout = 0.3
+    started = asyncio.get_running_loop().time()
+    result = await kind.call("slow")
+    elapsed = asyncio.get_running_loop().time() - started
+    assert result.is_error and "timed out after 0.3 s" in result.content
+    assert elapsed < 3
+
+
+async def test_cancel_stops_a_call_promptly(kind, approvals):
+    cancel = asyncio.Event()
+    call = asyncio.create_task(kind.call("slow", cancel=cancel))
+    await asyncio.sleep(0.2)
+    cancel.set()
+    result = await asyncio.wait_for(call, 3)
+    assert result.is_error and "cancelled" in result.content
+
+
+async def test_an_oversize_result_is_capped_and_the_full_text_persisted(kind, approvals):
+    result = await kind.call("big")
+    assert result.truncated and len(result.content) <= CAP
+    assert result.full_result_path is not None
+    full = Path(result.full_result_path).read_text()
+    assert len(full) == CAP * 3 and full.startswith("0123456789")
+
+
+async def test_streaming_past_capacity_keeps_a_bounded_tail(kind, approvals):
+    kind.tools["stream"].timeout = 1.0
+    seen: list[str] = []
+    result = await kind.call("stream", on_update=seen.append)
+    assert result.is_error and "timed out" in result.content
+    assert sum(map(len, seen)) > STREAM_CAPACITY  # far more streamed than kept
+    kept = result.content.split("Output so far:\n", 1)[1]
+    assert 0 < len(kept) <= STREAM_CAPACITY + 200  # the tail, plus its omission marker
