@@ -44,12 +44,17 @@ def _openprogram_runner() -> Callable[[], Awaitable[str]]:
     ) -> AsyncIterator[ProviderDelta]:
         wire = messages_to_wire(messages)
         [tool.to_wire() for tool in tools]
+        # Usage as a real provider reports it; without it the loop counts tokens itself
+        # with tiktoken (about 0.2 ms per call here; docs/usage.md).
+        usage = {"prompt_tokens": 40 * len(wire), "completion_tokens": 8}
         if wire[-1]["role"] == "tool":
             yield ProviderDelta(text="done")
-            yield ProviderDelta(done=True, finish_reason="stop")
+            yield ProviderDelta(done=True, finish_reason="stop", usage=usage)
         else:
             call = ToolCall(id="call_1", name="noop", arguments='{"value": "x"}')
-            yield ProviderDelta(done=True, tool_calls=[call], finish_reason="tool_calls")
+            yield ProviderDelta(
+                done=True, tool_calls=[call], finish_reason="tool_calls", usage=usage
+            )
 
     async def run_once() -> str:
         request = TurnRequest(text="go", model="offline", allow=["noop"])

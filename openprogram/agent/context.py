@@ -40,6 +40,10 @@ class TurnContext:
     """Sends a framework event (e.g. a todo update) to whoever runs the turn."""
     state: dict[str, Any] = field(default_factory=dict)
     """Per-conversation state the host persists between turns (``todos``...)."""
+    named_profiles: dict[str, list[str]] | None = None
+    """The user's tool profiles, so a nested run's ``toolset=`` may name one."""
+    budget_check: Callable[[float], Awaitable[str | None]] | None = None
+    """The turn's budget check, which nested runs ask too (their model calls cost)."""
 
 
 current_turn: ContextVar[TurnContext | None] = ContextVar("openprogram_current_turn", default=None)

@@ -150,6 +150,8 @@ async def _run_turn(
             ),
             emit=emit,
             state=request.state,
+            named_profiles=request.named_profiles,
+            budget_check=request.budget_check,
         )
     )
     outcome = await agent_loop(

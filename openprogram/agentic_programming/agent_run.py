@@ -22,6 +22,7 @@ from typing import Any
 from openprogram.agent.context import TurnContext, get_turn
 from openprogram.agent.events import (
     Event,
+    ModelCallFinished,
     TextDelta,
     ToolCallStarted,
     ToolFinished,
@@ -38,7 +39,7 @@ __all__ = ["AgentRunError", "run_model"]
 
 _STOP_GRACE_S = 0.4
 """How long a cancelled nested run gets to stop on its own (the tool runtime waits 0.5 s)."""
-_FORWARDED = (ToolCallStarted, ToolUpdate, ToolFinished)
+_FORWARDED = (ToolCallStarted, ToolUpdate, ToolFinished, ModelCallFinished)
 """Approval and question events are not forwarded: the outer turn's hooks, which
 the nested run calls, already announce them on the outer turn."""
 
@@ -110,6 +111,10 @@ def _nested_request(
             source=outer.source,
             attended=outer.attended,
             state=outer.state,
+            # The user's profiles travel in, so toolset= may name one; the allow list
+            # above still keeps the run within what the outer turn was offered.
+            named_profiles=outer.named_profiles,
+            budget_check=_on_loop(outer.budget_check, home),
             approval_hook=_on_loop(outer.approval_hook, home),
             question_hook=_on_loop(outer.question_hook, home),
         )

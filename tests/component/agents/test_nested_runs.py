@@ -245,3 +245,39 @@ async def test_a_python_call_outside_any_turn_runs_the_model_directly(shout):
     agent = Relay()
     text = await agent.arelay_nr("quiet")
     assert text == "relayed: Results of 1 tool call:\n- shout_nr: ok — QUIET"
+
+
+class Profiled(Agent):
+    method_options = {"profiled_nr": {"tool": True}}
+
+    async def profiled_nr(self, word: str) -> str:
+        """Run the model again with the user's 'quiet' tool profile."""
+        return await self.arun(f"/shout_nr {word}", toolset="quiet")
+
+
+async def test_a_nested_run_may_name_one_of_the_users_tool_profiles(shout):
+    Profiled()
+    request = TurnRequest(
+        text="/profiled_nr hello", named_profiles={"quiet": ["shout_nr"], "other": ["read"]}
+    )
+
+    events = await run_turn(request)
+
+    assert finished(events, "shout_nr").preview == "HELLO"
+    assert "relayed" not in finished(events, "profiled_nr").preview
+    assert not finished(events, "profiled_nr").is_error
+    assert events[-1].stop_reason == "completed"
+
+
+async def test_a_users_profile_gives_a_nested_run_nothing_the_outer_turn_lacked(shout):
+    Profiled()
+    request = TurnRequest(
+        text="/profiled_nr hello", named_profiles={"quiet": ["shout_nr"]}, deny=["shout_nr"]
+    )
+
+    events = await run_turn(request)
+
+    assert not [
+        e for e in events if isinstance(e, ToolFinished) and e.name == "shout_nr" and not e.is_error
+    ]
+    assert events[-1].stop_reason == "completed"
