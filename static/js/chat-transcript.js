@@ -14,6 +14,23 @@
     return node;
   }
 
+  // "1,234 tokens · 0.0123 USD", expandable to prompt / cached / completion; as _run.html.
+  function usageDetails(event) {
+    const usage = event.usage || {};
+    const prompt = usage.prompt_tokens || 0;
+    const completion = usage.completion_tokens || 0;
+    if (!prompt && !completion) return null;
+    const cost = event.price_known === false
+      ? "price unknown"
+      : `${(event.cost_usd || 0).toFixed(4)} USD`;
+    const details = el("details", "usage");
+    details.dataset.testid = "run-usage";
+    details.append(el("summary", "", `${(prompt + completion).toLocaleString("en-US")} tokens · ${cost}`));
+    const cached = usage.cached_tokens ? ` (${usage.cached_tokens} cached)` : "";
+    details.append(el("span", "", `prompt ${prompt}${cached} · completion ${completion} tokens`));
+    return details;
+  }
+
   // root: the transcript element; send(frame) -> bool; onRunning(bool); onTitle(text).
   function createChatTranscript({ root, send, onRunning, onTitle }) {
     function runBlock(runId) {
@@ -241,6 +258,7 @@
         }
         case "turn_finished":
           block.dataset.status = event.stop_reason;
+          block.usage = usageDetails(event);
           break;
         case "assistant_message": {
           const part = assistantPart(block);
@@ -255,6 +273,7 @@
           link.href = `/api/runs/${event.run_id}`;
           link.target = "_blank";
           meta.append(" · ", link);
+          if (block.usage) meta.append(" · ", block.usage);
           setRunning(false);
           break;
         }

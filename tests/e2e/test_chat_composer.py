@@ -65,6 +65,9 @@ def test_a_message_streams_a_reply_listing_the_offered_tools(server, page):
     reply = _last_run(page).locator(".reply").inner_text()
     assert "Tools offered this turn" in reply and "bash" in reply
     assert page.input_value("#composer-text") == ""
+    # Tokens and cost under the reply, live (the offline model is free).
+    usage = _last_run(page).locator("[data-testid=run-usage] summary").inner_text()
+    assert usage.endswith("tokens · 0.0000 USD") and not usage.startswith("0 ")
     # The title came from the first message, in the header and the sidebar.
     assert page.text_content("#chat-title") == "Which tools can you use?"
     assert page.locator("#conversation-list a[aria-current=true]").inner_text() == (
@@ -73,6 +76,7 @@ def test_a_message_streams_a_reply_listing_the_offered_tools(server, page):
     page.reload()
     page.wait_for_selector(".run[data-status=completed] .reply.markdown p")
     assert "Tools offered" in _last_run(page).locator(".reply").inner_text()
+    assert _last_run(page).locator("[data-testid=run-usage] summary").inner_text() == usage
 
 
 def test_shift_enter_makes_a_new_line_instead_of_sending(server, page):
