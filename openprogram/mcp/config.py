@@ -90,6 +90,8 @@ class MCPServerConfig:
     deny_tools: tuple[str, ...] = ()
     timeout: float = 60.0
     approved_fingerprints: dict[str, str] = field(default_factory=dict)
+    destructive_without_approval: bool = False
+    """Operator's override: tools the server marks ``destructiveHint`` run without asking."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

@@ -362,6 +362,8 @@ class MCPManager:
                 input_schema=listed.input_schema,
                 defer=not config.always_load,
                 timeout=config.timeout,
+                annotations=listed.annotations,
+                destructive_needs_approval=not config.destructive_without_approval,
             )
             if tool.name in wanted:
                 logger.warning(

@@ -107,6 +107,24 @@ def _result_parts(result: mcp_types.CallToolResult) -> tuple[str, list[dict[str,
     return "\n".join(texts), attachments
 
 
+def _hints(annotations: Any) -> dict[str, bool]:
+    """The server's tool annotations, read so that a lie can only make the tool stricter."""
+
+    def flag(snake: str, camel: str) -> bool:
+        # mcp 2.x names the fields in snake_case; older SDKs and raw dicts in camelCase.
+        if isinstance(annotations, Mapping):
+            return annotations.get(camel, annotations.get(snake)) is True
+        value = getattr(annotations, snake, None)
+        return (value if value is not None else getattr(annotations, camel, None)) is True
+
+    destructive = flag("destructive_hint", "destructiveHint")
+    return {
+        "read_only": flag("read_only_hint", "readOnlyHint") and not destructive,
+        "destructive": destructive,
+        "open_world": flag("open_world_hint", "openWorldHint"),
+    }
+
+
 class MCPTool(AgentTool):
     """One tool of one MCP server, registered as ``mcp__<server>__<tool>``."""
 
@@ -120,7 +138,10 @@ class MCPTool(AgentTool):
         input_schema: Mapping[str, Any] | None,
         defer: bool,
         timeout: float,
+        annotations: Any = None,
+        destructive_needs_approval: bool = True,
     ) -> None:
+        hints = _hints(annotations)
         super().__init__(
             name=mcp_tool_name(server, remote_name),
             description=_clean_description(description),
@@ -131,7 +152,13 @@ class MCPTool(AgentTool):
             package=f"mcp:{server}",
             defer=defer,
             timeout=timeout,
+            # Hints from an untrusted server only ever restrict: plan mode offers a tool
+            # only when it says it reads only (and not also that it destroys), and a
+            # destructive tool asks first unless the operator turned that off.
+            unsafe_in=frozenset() if hints["read_only"] else frozenset({"plan"}),
+            requires_approval=hints["destructive"] and destructive_needs_approval,
         )
+        self.hints = hints
         self.remote_name = remote_name
         self._caller = caller
         # Built on first call: checking hundreds of schemas would slow every listing.
