@@ -8,12 +8,12 @@ import os
 import signal
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import connect
 
 from openprogram.security.sandbox import sandbox_problem
+from tests.processes import live_processes_with
 from tests.servers import make_server
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason="no sandbox here")
@@ -33,21 +33,6 @@ print("SETUP=" + json.dumps({
     "conversation": str(conversation.public_id),
 }))
 """
-
-
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in argv and state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def _wait_for(condition, timeout: float = 20.0) -> bool:
@@ -90,13 +75,13 @@ def test_kill_9_of_the_server_kills_every_sandboxed_process(tmp_path):
                 command,
             )
         )
-        assert _wait_for(lambda: len(_processes_with(marker)) == 2), "the command never ran"
+        assert _wait_for(lambda: len(live_processes_with(marker)) == 2), "the command never ran"
 
         os.kill(server.proc.pid, signal.SIGKILL)
         server.proc.wait(timeout=10)
 
-        assert _wait_for(lambda: not _processes_with(marker)), (
-            f"tool processes outlived the server: {_processes_with(marker)}"
+        assert _wait_for(lambda: not live_processes_with(marker)), (
+            f"tool processes outlived the server: {live_processes_with(marker)}"
         )
     finally:
         server.stop()

@@ -13,6 +13,7 @@ from openprogram.agent.types import ApprovalDecision, ApprovalRequest
 from openprogram.programs._availability import clear_availability_cache
 from openprogram.programs.builtin.bash import bash, scrubbed_environment
 from openprogram.programs.policy import resolve_tools
+from tests.processes import live_processes_with
 
 
 @pytest.fixture
@@ -111,17 +112,7 @@ def _marker() -> str:
 
 
 def _survivors(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if marker.encode() in argv and not _gone(int(entry.name)):
-            found.append(int(entry.name))
-    return found
+    return live_processes_with(marker)
 
 
 async def test_a_timeout_kills_the_whole_process_group(approvals, workspace, call):
