@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from accounts.models import ApiToken
-from openprogram.programs import UnknownToolsetError, registry
+from openprogram.programs import DEFAULT_TOOLS, UnknownToolsetError, registry
 from openprogram_site.api_errors import NotFoundError
 from tools_app.catalog_sync import tool_catalog_sync_if_changed
 from tools_app.models import DEFAULT_PROFILE, AgentProfile, Tool, ToolProfile, UserToolSettings
@@ -65,9 +65,14 @@ class ProfileView:
 
 
 def exposed_tool_names() -> list[str]:
-    """The default profile: every registered tool that is not ``expose=False`` (layer 2)."""
+    """The default profile: the framework's ``DEFAULT_TOOLS``, in registry order.
+
+    Every registered tool that is not ``expose=False`` (layer 2) except ``tool_search``,
+    which is not a tool to pick: resolution adds it whenever something deferred is
+    offered (layer 6). One list for the Programs page, the API and the framework.
+    """
     tool_catalog_sync_if_changed()
-    return [tool.name for tool in registry.filter_for(exposed_only=True)]
+    return [t.name for t in registry.filter_for(exposed_only=True) if t.name in DEFAULT_TOOLS]
 
 
 def globally_disabled_names() -> set[str]:

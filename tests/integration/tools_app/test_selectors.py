@@ -154,3 +154,11 @@ def test_tool_list_filters_by_search_source_toolset_and_state(admin_user):
     services.tool_disable(name="read_notes", by=admin_user, reason="")
     assert [t.name for t in selectors.tool_list(state="disabled")] == ["read_notes"]
     assert "read_notes" not in [t.name for t in selectors.tool_list(state="enabled")]
+
+
+def test_the_default_profile_is_the_frameworks_default_tools():
+    from openprogram.programs import DEFAULT_TOOLS
+
+    names = selectors.exposed_tool_names()
+    assert set(names) == set(DEFAULT_TOOLS)
+    assert "tool_search" not in names
