@@ -3,14 +3,16 @@
 Contract, step by step (:func:`sandbox_argv` builds it, :func:`sandbox_problem` checks
 that it can start at all):
 
-1. a fresh mount namespace whose root is an empty tmpfs: nothing of the host is visible
-   unless listed here;
+1. a fresh mount namespace whose root is an empty tmpfs, remounted read-only once the
+   mounts below are in place: nothing of the host is visible unless listed here, and
+   nothing outside the workspace and ``/tmp`` can be written;
 2. the system's programs and libraries, read-only: ``/usr`` (and ``/bin``, ``/lib``,
    ``/lib64``, ``/sbin``, as the symlinks or read-only directories they are on the
    host), and a short allow-list of ``/etc`` files a shell needs (``ld.so.cache``,
-   ``passwd``, ``group``, ``localtime``, ``alternatives``, certificates) — never
-   ``/etc/shadow``, ``/root``, ``/home``, the data directory, the database, the secret
-   key, saved results or any other user's workspace;
+   ``passwd``, ``group``, ``localtime``, ``alternatives``, the public CA certificates)
+   — never ``/etc/shadow``, ``/etc/ssl/private``, ``/root``, ``/home``, the server's
+   code, the data directory, the database, the secret key, saved results or any other
+   user's workspace;
 3. the turn's workspace, read-write, at its real path (paths a tool reports mean the
    same thing inside and out); it is also the working directory and ``HOME``;
 4. a private ``/tmp`` (tmpfs, gone with the call), a fresh ``/proc`` and a minimal
@@ -49,8 +51,10 @@ _ETC_FILES = (
     "/etc/group",
     "/etc/nsswitch.conf",
     "/etc/localtime",
-    "/etc/ssl",
+    "/etc/ssl/certs",  # not /etc/ssl/private: the sandbox may run as uid 0 (owner)
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
     "/etc/bash.bashrc",
     "/etc/inputrc",
 )
@@ -112,6 +116,9 @@ def sandbox_argv(
         root,
         "--hostname",
         "sandbox",
+        # Last: the mount points above exist now, so the root can be frozen.
+        "--remount-ro",
+        "/",
     ]
     if not network:
         args.insert(args.index("--unshare-uts"), "--unshare-net")

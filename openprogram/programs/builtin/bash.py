@@ -16,10 +16,10 @@ Safety, in the order it applies:
 * the command runs with the workspace as working directory and ``HOME``, and an
   environment built from an allow-list (never the server's own variables, never a
   name that looks like a key, token, secret or password);
-* it runs in its own session, so on timeout, cancel, or when the command ends, the
-  whole process group is stopped (SIGTERM, then SIGKILL) — nothing it started in
-  that group survives the call. A process that deliberately leaves the group
-  (``setsid``) is outside that reach.
+* it runs in its own session and its own PID namespace: on timeout, cancel, or when
+  the command ends, the process group is stopped (SIGTERM, then SIGKILL), and when
+  ``bwrap`` goes the kernel kills the namespace's init and with it every process the
+  command started — ``setsid`` and double forks included. Nothing survives the call.
 """
 
 from __future__ import annotations

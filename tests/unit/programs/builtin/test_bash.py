@@ -144,6 +144,14 @@ async def test_background_jobs_do_not_outlive_a_finished_command(approvals, work
     assert await _wait_until(lambda: not _survivors(marker)), "a background job survived"
 
 
+async def test_a_job_that_leaves_the_session_still_dies_with_the_command(approvals, call):
+    marker = _marker()
+    command = f"setsid -f sleep {marker} >/dev/null 2>&1 < /dev/null; echo detached"
+    result = await call(bash, {"command": command})
+    assert "detached" in result.content and "[exit code 0]" in result.content
+    assert await _wait_until(lambda: not _survivors(marker)), "a setsid job survived"
+
+
 async def test_the_timeout_is_clamped_into_range(approvals, call):
     too_long = await call(bash, {"command": "echo ok", "timeout": 10_000})
     assert not too_long.is_error
