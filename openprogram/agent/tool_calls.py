@@ -94,22 +94,9 @@ async def _execute(
         if chunk:
             sink(ToolUpdate(call_id=call.id, text=str(chunk)))
 
-    try:
-        # The one enforcement point: approval, budget, cancel, caps, stream, cache.
-        result = await dispatch_tool_call(tool, call.id, args, cancel, on_update)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        _log.exception("tool %r raised on call %r", tool.name, call.id)
-        return AgentToolResult(
-            content=f"tool {tool.name!r} failed: {type(exc).__name__}: {exc}", is_error=True
-        )
-    if not isinstance(result, AgentToolResult):
-        return AgentToolResult(
-            content=f"tool {tool.name!r} returned {type(result).__name__!r}, not a result",
-            is_error=True,
-        )
-    return result
+    # The one enforcement point: approval, budget, cancel, caps, stream, cache. It turns a
+    # tool's exception or non-result into an error result itself, so nothing to catch here.
+    return await dispatch_tool_call(tool, call.id, args, cancel, on_update)
 
 
 def _display_arguments(arguments: str | dict[str, Any]) -> dict[str, Any] | str:

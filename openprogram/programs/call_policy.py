@@ -105,35 +105,20 @@ async def run_with_policy(
 ) -> AgentToolResult:
     """Apply the policy (module doc) around ``body``; never raises for a tool's failure."""
     started = time.perf_counter()
-    result = await _pipeline(tool, call_id, args, cancel, on_update, body, requested_timeout)
-    result.duration_ms = (time.perf_counter() - started) * 1000
-    return result
-
-
-async def _pipeline(
-    tool: AgentTool,
-    call_id: str,
-    args: dict[str, Any],
-    cancel: asyncio.Event | None,
-    on_update: OnUpdate | None,
-    body: Body,
-    requested_timeout: Any,
-) -> AgentToolResult:
     decision = await _evaluate_approval(tool, call_id=call_id, args=args)
+    cache = _cache_for(tool)
+    cache_key = (tool.name, canonical_arguments(args)) if cache is not None else None
     if not decision.approved:
         reason = f": {decision.reason}" if decision.reason else ""
-        return error_result(
-            tool,
-            f"The user denied the call to {tool.name!r}{reason}. It was not run.",
-            call_id=call_id,
-        )
-    cache = _cache_for(tool)
-    cache_key = (tool.name, canonical_arguments(args))
-    if cache is not None and (hit := cache.get(cache_key)) is not None:
-        return dataclasses.replace(hit)
-    result = await _run_body(tool, call_id, cancel, on_update, body, requested_timeout)
-    if cache is not None and not result.is_error:
-        cache.put(cache_key, dataclasses.replace(result))
+        denied = f"The user denied the call to {tool.name!r}{reason}. It was not run."
+        result = error_result(tool, denied, call_id=call_id)
+    elif cache is not None and (hit := cache.get(cache_key)) is not None:
+        result = dataclasses.replace(hit)
+    else:
+        result = await _run_body(tool, call_id, cancel, on_update, body, requested_timeout)
+        if cache is not None and cache_key is not None and not result.is_error:
+            cache.put(cache_key, dataclasses.replace(result))
+    result.duration_ms = (time.perf_counter() - started) * 1000
     return result
 
 
