@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from chat_app.explain import explain_compact
@@ -321,10 +321,17 @@ def run_expire_orphans(*, conversation_id: int, reason: str = ORPHANED_RUN_ERROR
     Cheap when nothing is orphaned (one indexed query), so every touch of a
     conversation (a message, a page load, a socket's catch-up) may call it.
     """
-    expired = Run.objects.filter(conversation_id=conversation_id, status="running").filter(
-        Q(lease_until__lt=timezone.now()) | Q(lease_until__isnull=True)
-    )
-    run_ids = list(expired.values_list("pk", flat=True))
+    running = Run.objects.filter(conversation_id=conversation_id, status="running")
+    return _close_runs(_lease_lapsed(running), reason=reason)
+
+
+def _lease_lapsed(runs: QuerySet[Run]) -> QuerySet[Run]:
+    return runs.filter(Q(lease_until__lt=timezone.now()) | Q(lease_until__isnull=True))
+
+
+def _close_runs(runs: QuerySet[Run], *, reason: str) -> int:
+    """Close ``runs`` as errors with ``reason``, keeping the text each had streamed."""
+    run_ids = list(runs.values_list("pk", flat=True))
     for run_id in run_ids:
         run_finish(run_id=run_id, status="error", text=_partial_text(run_id), error=reason)
     return len(run_ids)
@@ -337,14 +344,9 @@ def runs_close_at_startup(*, single_process: bool) -> int:
     every running run is a leftover; with several, only those whose lease lapsed are.
     """
     running = Run.objects.filter(status="running")
-    if not single_process:
-        running = running.filter(Q(lease_until__lt=timezone.now()) | Q(lease_until__isnull=True))
-    run_ids = list(running.values_list("pk", flat=True))
-    for run_id in run_ids:
-        run_finish(
-            run_id=run_id, status="error", text=_partial_text(run_id), error=ORPHANED_RUN_ERROR
-        )
-    return len(run_ids)
+    return _close_runs(
+        running if single_process else _lease_lapsed(running), reason=ORPHANED_RUN_ERROR
+    )
 
 
 def _partial_text(run_id: int) -> str:
@@ -357,7 +359,5 @@ def _partial_text(run_id: int) -> str:
 
 def run_abandon_orphans(*, conversation_id: int, reason: str = ORPHANED_RUN_ERROR) -> int:
     """Close runs marked running that no process owns any more (single-process layer)."""
-    runs = list(Run.objects.filter(conversation_id=conversation_id, status="running"))
-    for run in runs:
-        run_finish(run_id=run.pk, status="error", text=_partial_text(run.pk), error=reason)
-    return len(runs)
+    running = Run.objects.filter(conversation_id=conversation_id, status="running")
+    return _close_runs(running, reason=reason)

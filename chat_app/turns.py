@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from typing import Any, Literal
 
 from channels.db import database_sync_to_async
@@ -99,7 +98,6 @@ class ActiveTurn:
         self.task: asyncio.Task[TurnOutcome] | None = None
         self._buffer: list[dict[str, Any]] = []
         self._buffer_chars = 0
-        self._buffer_since = 0.0
         self._persist_lock = asyncio.Lock()
         self._flush_timer: asyncio.TimerHandle | None = None
         self._timed_flushes: set[asyncio.Future[None]] = set()
@@ -107,6 +105,8 @@ class ActiveTurn:
         self._approvals: dict[str, asyncio.Future[ApprovalDecision]] = {}
         self._questions: dict[str, asyncio.Future[str]] = {}
         self._text_parts: list[str] = []
+        self._run_cost = 0.0
+        """Cost of every model call this run made, nested runs' included (from events)."""
 
     # --- hooks the dispatcher calls (it announces, times out and fails closed) -----------
     async def approval_hook(self, request: ApprovalRequest) -> ApprovalDecision:
@@ -173,7 +173,6 @@ class ActiveTurn:
         event = {**event, "seq": self.seq, "run_id": self.run_id}
         if event["type"] in STREAMED:
             if not self._buffer:
-                self._buffer_since = time.monotonic()
                 # Written within the window even if no further event ever comes (a model
                 # that streams and then stalls, a server that dies): crash loss ≤ 0.25 s.
                 self._flush_timer = asyncio.get_running_loop().call_later(
@@ -181,10 +180,7 @@ class ActiveTurn:
                 )
             self._buffer.append(event)
             self._buffer_chars += len(event.get("text", ""))
-            if (
-                self._buffer_chars >= _FLUSH_AFTER_CHARS
-                or time.monotonic() - self._buffer_since >= _FLUSH_AFTER_SECONDS
-            ):
+            if self._buffer_chars >= _FLUSH_AFTER_CHARS:
                 await self.flush()
         else:
             await self.flush(extra=event)
@@ -315,6 +311,7 @@ class ActiveTurn:
     async def _record_model_call(self, event: dict[str, Any]) -> None:
         from usage_app.services import model_call_record
 
+        self._run_cost += float(event.get("cost_usd") or 0.0)
         try:
             await database_sync_to_async(model_call_record)(
                 user_id=self.owner_id, run_id=self.run_id, event=event
@@ -323,11 +320,16 @@ class ActiveTurn:
             _log.exception("could not record a model call of run %r", self.run_id)
 
     async def budget_check(self, turn_cost: float) -> str | None:
-        """The dispatcher asks before every model call: is the owner's budget spent?"""
+        """The dispatcher asks before every model call: is the owner's budget spent?
+
+        A nested run asks with its own cost only, and the outer loop's count leaves out
+        its nested runs: the run's cost is the larger of what the caller counted and
+        what this run's events reported.
+        """
         from usage_app.services import budget_refusal
 
         return await database_sync_to_async(budget_refusal)(
-            user_id=self.owner_id, run_id=self.run_id, turn_cost=turn_cost
+            user_id=self.owner_id, run_id=self.run_id, turn_cost=max(turn_cost, self._run_cost)
         )
 
     async def _safe_emit(self, event: dict[str, Any]) -> None:

@@ -176,3 +176,21 @@ def test_each_finished_run_shows_its_tokens_and_cost(alice, client):
     page = client.get(f"/c/{conversation.public_id}/").content.decode()
 
     assert "1,234 tokens · 0.0123 USD" in page
+
+
+async def test_a_nested_runs_budget_check_counts_the_whole_runs_calls(alice):
+    from chat_app.models import Conversation
+    from chat_app.turns import ActiveTurn
+
+    await UserBudget.objects.acreate(user=alice, monthly_usd=Decimal("1.00"))
+    conversation = await Conversation.objects.acreate(owner=alice, model=MODEL)
+    run = await Run.objects.acreate(conversation=conversation, model=MODEL, status="running")
+    turn = ActiveTurn(
+        conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
+    )
+    assert await turn.budget_check(0.0) is None
+
+    # The outer loop's call, then a nested run asking with only its own (zero) cost.
+    await turn._record_model_call({"model": MODEL, "cost_usd": 1.5, "prompt_tokens": 10})
+
+    assert "budget" in (await turn.budget_check(0.0) or "")
