@@ -90,7 +90,7 @@ class MCPServerAdmin(admin.ModelAdmin):
         (None, {"fields": ("name", "transport", "enabled", "always_load", "timeout_seconds")}),
         ("stdio", {"fields": ("command", "args", "env")}),
         ("streamable HTTP", {"fields": ("url", "headers")}),
-        ("Tools", {"fields": ("allow_tools", "deny_tools")}),
+        ("Tools", {"fields": ("allow_tools", "deny_tools", "destructive_without_approval")}),
         ("Status", {"fields": ("live_status", "approved_fingerprints", "created", "updated")}),
     )
 

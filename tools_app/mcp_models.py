@@ -43,6 +43,10 @@ class MCPServer(models.Model):
     )
     deny_tools = models.JSONField(default=list, blank=True, help_text="Never these tool names.")
     timeout_seconds = models.FloatField(default=60.0)
+    destructive_without_approval = models.BooleanField(
+        default=False,
+        help_text="Let tools the server marks destructive (destructiveHint) run without asking.",
+    )
     approved_fingerprints = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

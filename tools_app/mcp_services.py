@@ -71,6 +71,7 @@ def mcp_server_config(*, server: MCPServer) -> MCPServerConfig:
             allow_tools=server.allow_tools or (),
             deny_tools=server.deny_tools or (),
             timeout=server.timeout_seconds,
+            destructive_without_approval=server.destructive_without_approval,
             approved_fingerprints=server.approved_fingerprints or {},
         )
     except MCPConfigError as exc:
@@ -149,6 +150,7 @@ def mcp_servers_import(*, data: str | bytes | Mapping[str, Any]) -> list[MCPServ
                 "allow_tools": list(config.allow_tools),
                 "deny_tools": list(config.deny_tools),
                 "timeout_seconds": config.timeout,
+                "destructive_without_approval": config.destructive_without_approval,
             },
         )
         saved.append(server)

@@ -68,3 +68,17 @@ def test_a_read_only_claim_never_bypasses_a_profile_a_deny_or_a_disable(hinted):
 
 def test_open_world_is_kept_for_the_catalog(hinted):
     assert hinted["web"].hints == {"read_only": True, "destructive": False, "open_world": True}
+
+
+@pytest.mark.django_db
+def test_the_admins_override_for_destructive_tools_reaches_the_framework():
+    from tools_app.mcp_models import MCPServer
+    from tools_app.mcp_services import mcp_server_config
+
+    trusting = MCPServer.objects.create(
+        name="trusting", command="true", destructive_without_approval=True
+    )
+    careful = MCPServer.objects.create(name="careful", command="true")
+
+    assert mcp_server_config(server=trusting).destructive_without_approval is True
+    assert mcp_server_config(server=careful).destructive_without_approval is False
