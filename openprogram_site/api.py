@@ -5,7 +5,10 @@ from __future__ import annotations
 from ninja import NinjaAPI
 
 from accounts.api_auth import api_auth
+from chat_app.api import router as chat_router
 from openprogram_site.api_errors import install_error_handlers
+from tools_app.api import router as tools_router
+from usage_app.api import router as usage_router
 
 api = NinjaAPI(
     title="OpenProgram API",
@@ -23,14 +26,6 @@ def me(request):
     return {"username": user.get_username(), "is_staff": user.is_staff}
 
 
-def _mount_routers() -> None:
-    from chat_app.api import router as chat_router
-    from tools_app.api import router as tools_router
-    from usage_app.api import router as usage_router
-
-    api.add_router("/", tools_router)
-    api.add_router("/", chat_router)
-    api.add_router("/", usage_router)
-
-
-_mount_routers()
+api.add_router("/", tools_router)
+api.add_router("/", chat_router)
+api.add_router("/", usage_router)

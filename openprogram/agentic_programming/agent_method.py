@@ -19,7 +19,7 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
 from openprogram.agentic_programming.call_scope import CallScope
@@ -36,8 +36,13 @@ from openprogram.programs.decorator import (
     _build_and_register_tool,
 )
 
-if TYPE_CHECKING:
-    from openprogram.agentic_programming.agent_class import Agent
+
+class MethodOwner(Protocol):
+    """What this module needs of an Agent: it never imports the Agent class (no circle)."""
+
+    model: str | None
+    _method_tools: dict[str, AgentTool]
+
 
 __all__ = [
     "METHOD_OPTION_KEYS",
@@ -126,7 +131,9 @@ def _inputs_binder(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
     return bind
 
 
-def _scope_for(agent: Agent, label: str, method_name: str, inputs: dict[str, Any]) -> CallScope:
+def _scope_for(
+    agent: MethodOwner, label: str, method_name: str, inputs: dict[str, Any]
+) -> CallScope:
     tool = getattr(agent, "_method_tools", {}).get(method_name)
     return CallScope(
         method=label,
@@ -145,7 +152,7 @@ def scoped_method(fn: Callable[..., Any], method_name: str) -> Callable[..., Any
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
-        async def async_call(self: Agent, *args: Any, **kwargs: Any) -> Any:
+        async def async_call(self: MethodOwner, *args: Any, **kwargs: Any) -> Any:
             scope = _scope_for(self, label, method_name, bind((self, *args), kwargs))
             scope.enter()
             try:
@@ -160,7 +167,7 @@ def scoped_method(fn: Callable[..., Any], method_name: str) -> Callable[..., Any
         return async_call
 
     @functools.wraps(fn)
-    def call(self: Agent, *args: Any, **kwargs: Any) -> Any:
+    def call(self: MethodOwner, *args: Any, **kwargs: Any) -> Any:
         scope = _scope_for(self, label, method_name, bind((self, *args), kwargs))
         scope.enter()
         try:
@@ -216,17 +223,17 @@ def _install_call_site(tool: AgentTool) -> None:
     tool.execute = execute  # type: ignore[method-assign]
 
 
-def _owner_key(agent: Agent) -> str:
+def _owner_key(agent: MethodOwner) -> str:
     cls = type(agent)
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _replaces_same_class(name: str, agent: Agent) -> bool:
+def _replaces_same_class(name: str, agent: MethodOwner) -> bool:
     existing = registry.get(name)
     return existing is not None and getattr(existing, "agent_class", None) == _owner_key(agent)
 
 
-def build_method_tool(agent: Agent, options: MethodOptions) -> AgentTool | None:
+def build_method_tool(agent: MethodOwner, options: MethodOptions) -> AgentTool | None:
     """Build (and unless ``register_globally=False``, register) one method's tool.
 
     Returns None when ``available_if`` rules it out; the method keeps its scope.

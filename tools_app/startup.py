@@ -1,0 +1,43 @@
+"""The tools app's part of start-up: configure the framework, then load, sync and connect."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from openprogram import config
+from openprogram.programs.loader import load_program_packages
+
+__all__ = ["tools_start"]
+
+
+def _framework_configure() -> None:
+    """Hand the deployment's settings to the framework (no I/O)."""
+    config.configure(
+        home=settings.OPENPROGRAM_HOME,
+        results_dir=settings.RESULTS_DIR,
+        workspaces_dir=settings.WORKSPACES_DIR,
+        workspace=settings.OPENPROGRAM_WORKSPACE or None,
+        allow_shell=settings.OPENPROGRAM_ALLOW_SHELL,
+        searxng_url=settings.SEARXNG_URL,
+        search_api_key=settings.SEARCH_API_KEY,
+        web_fetch_allow_hosts=tuple(settings.WEB_FETCH_ALLOW_HOSTS),
+        web_fetch_max_bytes=settings.WEB_FETCH_MAX_BYTES,
+        web_fetch_timeout=float(settings.WEB_FETCH_TIMEOUT_SECONDS),
+        sandbox_network=settings.OPENPROGRAM_SANDBOX_NETWORK,
+        shell_staff_only=settings.OPENPROGRAM_SHELL_STAFF_ONLY,
+        bwrap=settings.OPENPROGRAM_BWRAP,
+    )
+
+
+def tools_start(**_signal: object) -> None:
+    """Configure the framework, load program packages, sync the catalog, connect MCP servers.
+
+    None of it blocks start-up.
+    """
+    from tools_app.catalog_sync import tool_catalog_sync_at_startup
+    from tools_app.mcp_services import mcp_servers_start
+
+    _framework_configure()
+    load_program_packages(settings.OPENPROGRAM_PACKAGES)  # logs failures, never raises
+    tool_catalog_sync_at_startup()  # logs a missing table, never raises
+    mcp_servers_start()  # connects in the background; atexit closes every server
