@@ -105,7 +105,8 @@ def test_a_turn_left_by_a_crashed_process_stops_blocking_its_conversation(
     context, a, b = _open_in_both(browser, crashable_servers)
     a.fill("#composer-text", "/bash echo never-approved")
     a.press("#composer-text", "Enter")
-    b.wait_for_selector(".tool-card[data-status=awaiting_approval]")
+    # The first turn of a process loads litellm: slow on a loaded machine.
+    b.wait_for_selector(".tool-card[data-status=awaiting_approval]", timeout=40_000)
     conversation_id = a.url.rstrip("/").rsplit("/", 1)[1]
     first.proc.kill()  # a hard crash: no clean-up runs in that process
     first.proc.wait(timeout=10)
