@@ -53,3 +53,26 @@ class LoginFailure(models.Model):
 
     def __str__(self) -> str:
         return f"failed login for {self.username!r} from {self.address} at {self.at}"
+
+
+class UserPreferences(models.Model):
+    """What a user chose on the account page: the theme and the model new chats start with.
+
+    The profile new chats start with is the active tool profile (``tools_app``), not
+    repeated here. No row means the defaults.
+    """
+
+    class Theme(models.TextChoices):
+        SYSTEM = "system", "Same as the system"
+        LIGHT = "light", "Light"
+        DARK = "dark", "Dark"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences"
+    )
+    theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    default_model = models.CharField(max_length=200, blank=True)
+    """Empty: the server's ``OPENPROGRAM_DEFAULT_MODEL``."""
+
+    def __str__(self) -> str:
+        return f"preferences of {self.user}"

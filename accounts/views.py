@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import LoginView
@@ -19,6 +20,10 @@ def token_login(request: HttpRequest, token: str) -> HttpResponse:
     except InvalidLoginToken as exc:
         return render(request, "accounts/token_invalid.html", {"message": str(exc)}, status=403)
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    if not user.has_usable_password():
+        # `make run`'s admin has only this link: without a password, logging out locks them out.
+        messages.info(request, "Set a password so you can sign in again after logging out.")
+        return redirect("account")
     return redirect("/")
 
 

@@ -61,6 +61,25 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+# BFCL writes its schemas in a Python-flavoured dialect; the registry takes JSON Schema.
+# The same mapping BFCL applies before sending them to OpenAI-style models.
+_JSON_SCHEMA_TYPES = {"dict": "object", "float": "number", "tuple": "array"}
+
+
+def _json_schema(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_json_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    converted = {key: _json_schema(value) for key, value in schema.items()}
+    kind = schema.get("type")
+    if kind == "any":
+        del converted["type"]
+    elif isinstance(kind, str):
+        converted["type"] = _JSON_SCHEMA_TYPES.get(kind, kind)
+    return converted
+
+
 def _question_text(entry: dict[str, Any]) -> str:
     turns = entry["question"]
     first_turn = turns[0] if turns and isinstance(turns[0], list) else turns
@@ -79,7 +98,7 @@ def load_live() -> tuple[list[BfclFunction], list[BfclQuestion]]:
         }
         for entry in _lines(data / f"BFCL_v4_live_{category}.json"):
             for spec in entry["function"]:
-                parameters = spec.get("parameters") or {}
+                parameters = _json_schema(spec.get("parameters") or {"type": "dict"})
                 key = (
                     spec["name"],
                     spec.get("description", ""),

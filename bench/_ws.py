@@ -25,6 +25,8 @@ __all__ = [
     "ECHO_APP",
     "STAMP_PREFIX",
     "ChatSeat",
+    "StartLine",
+    "TurnIncomplete",
     "TurnRecord",
     "chat_seats_create",
     "chat_turn",
@@ -85,13 +87,54 @@ class TurnRecord:
     """``time.time_ns()`` when each frame in ``frames`` arrived."""
     finished_frame: bool = False
     """Whether the ``turn_finished`` frame itself arrived."""
+    sent_ns: int = 0
+    """``time.time_ns()`` when the message was sent."""
+
+
+class StartLine:
+    """Holds ``count`` clients until each has connected (or failed to), then lets all go."""
+
+    def __init__(self, count: int) -> None:
+        self._waiting = count
+        self._go = asyncio.Event()
+
+    def arrive(self) -> None:
+        self._waiting -= 1
+        if self._waiting <= 0:
+            self._go.set()
+
+    async def wait(self) -> None:
+        await self._go.wait()
+
+
+class TurnIncomplete(Exception):
+    """A turn whose last frame never came: how far it got, and why the client gave up."""
+
+    def __init__(self, reason: str, record: TurnRecord, *, connected: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.record = record
+        self.connected = connected
+
+    def describe(self) -> str:
+        if not self.connected:
+            return f"{self.reason} before the socket opened"
+        kinds = [frame.get("type") for frame in self.record.frames]
+        last = kinds[-1] if kinds else "none"
+        finished = "seen" if self.record.finished_frame else "never arrived"
+        return f"{self.reason} after {len(kinds)} frame(s), last {last!r}, turn_finished {finished}"
 
 
 def chat_seats_create(
-    server: DaphneServer, *, count: int, users: tuple[str, ...] = ("alice", "bob")
+    server: DaphneServer,
+    *,
+    count: int,
+    users: tuple[str, ...] = ("alice", "bob"),
+    model: str = "offline",
 ) -> list[ChatSeat]:
-    """``count`` fresh offline-model conversations, spread over ``users`` (who must exist)."""
-    code = _SETUP_CODE.format(users=list(users), count=count)
+    """``count`` fresh conversations with ``model``, spread over ``users`` (who must exist)."""
+    code = _SETUP_CODE.replace('model="offline"', f"model={model!r}")
+    code = code.format(users=list(users), count=count)
     output = server.shell(code)
     line = next(row for row in output.splitlines() if row.startswith("SEATS="))
     return [ChatSeat(**seat) for seat in json.loads(line.removeprefix("SEATS="))]
@@ -139,22 +182,36 @@ async def chat_turn(
     *,
     timeout: float = 60.0,
     on_frame: Callable[[dict[str, Any]], None] | None = None,
+    model: str = "offline",
+    start: StartLine | None = None,
 ) -> TurnRecord:
-    """Send one offline-model message and read frames until the turn's last one.
+    """Send one message to ``model`` and read frames until the turn's last one.
 
     The last frame is ``assistant_message`` (the stored reply, sent after
     ``turn_finished``), or an ``error`` frame that belongs to no run (the socket
     refused the message). ``seconds`` runs from the send, after connect and
     catch-up, to ``turn_finished`` (to the last frame if ``turn_finished`` never
-    came: then ``finished_frame`` is False). No last frame within ``timeout``
-    raises TimeoutError.
+    came: then ``finished_frame`` is False). No last frame within ``timeout``, a
+    socket that fails to open or closes mid-turn raise :class:`TurnIncomplete`
+    with the frames that did arrive. With ``start``, the message is sent once every
+    client of that start line has connected.
     """
     path = f"/ws/chat/{seat.conversation_id}/"
-    async with _connect(base_url, path, seat.cookie_header) as socket:
-        frame = {"type": "user_message", "text": text, "model": "offline"}
+    record = TurnRecord(seconds=0.0, stop_reason="")
+    try:
+        socket = await _connect(base_url, path, seat.cookie_header)
+    except Exception as exc:
+        if start is not None:
+            start.arrive()
+        raise TurnIncomplete(f"{type(exc).__name__}: {exc}", record, connected=False) from exc
+    try:
+        if start is not None:
+            start.arrive()
+            await start.wait()
+        frame = {"type": "user_message", "text": text, "model": model}
         started = time.perf_counter()
+        record.sent_ns = time.time_ns()
         await socket.send(json.dumps(frame))
-        record = TurnRecord(seconds=0.0, stop_reason="")
         async with asyncio.timeout(timeout):
             async for raw in socket:
                 arrived = time.time_ns()
@@ -175,7 +232,14 @@ async def chat_turn(
                         record.seconds = time.perf_counter() - started
                         record.stop_reason = event.get("status", "error")
                     return record
-        raise ConnectionError(f"socket for conversation {seat.conversation_id!r} closed mid-turn")
+        reason = f"socket closed (code {socket.close_code!r})"
+    except TimeoutError:
+        reason = f"no last frame within {timeout:.0f} s"
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    finally:
+        await socket.close()
+    raise TurnIncomplete(reason, record, connected=True)
 
 
 async def echo_round_trips(

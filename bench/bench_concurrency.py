@@ -1,28 +1,42 @@
-"""Concurrency: 100 simultaneous WebSocket chats, one daphne process, then two sharing Redis.
+"""Concurrency: 100 simultaneous WebSocket chats on one daphne process (SQLite, then
+PostgreSQL), then on two processes sharing Redis.
 
 Each chat is its own conversation (owners alternate between two users) and sends one
 offline-model turn of three tool calls that need no approval. Every client connects
 first, then all send at once; a turn's latency runs from its send to its
 ``turn_finished`` frame. A turn counts as completed only with ``stop_reason
-"completed"`` and three ``tool_finished`` frames; anything else is lost and fails
-the bench after the tables print. The ceiling is the bare Channels echo consumer of
-``bench.echo_asgi`` on the same server(s), hit by as many simultaneous sockets.
+"completed"`` and three ``tool_finished`` frames; for any other the bench prints how
+far it got on the socket (frames, the last one, whether ``turn_finished`` came), what
+the server's history says about its run, and the server log's warnings. Server CPU is
+the user + system time of the daphne process(es) during the load (``/proc``), divided
+by the turns: what a turn costs the server, whoever else shares the machine. The
+ceiling is the bare Channels echo consumer of ``bench.echo_asgi`` on the same
+server(s), hit by as many simultaneous sockets.
 
-Two processes share one SQLite file (WAL mode, as settings configure it) and a
-redis-server this bench starts on a free loopback port and stops afterwards.
+PostgreSQL is a private server this bench starts (``bench._postgres``); two processes
+share one SQLite file (WAL mode, as settings configure it) and a redis-server this
+bench starts on a free loopback port. Everything is stopped afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench._postgres import postgres_available, postgres_database
+from bench._proc import process_cpu_seconds
 from bench._util import print_table, ratio
 from bench._ws import (
     ChatSeat,
+    StartLine,
+    TurnIncomplete,
     TurnRecord,
     chat_seats_create,
     chat_turn,
@@ -38,6 +52,28 @@ _CHATS = 100
 _TURN_TEXT = "/todo_read\n/list_dir\n/todo_read"
 _TOOL_CALLS = 3
 _TURN_TIMEOUT = 120.0
+_LOG_MARKERS = ("WARNING", "ERROR", "Traceback", "capacity")
+
+_RUN_STATUS_CODE = """
+import json
+from chat_app.models import Run
+ids = {ids!r}
+out = {{}}
+for public_id in ids:
+    run = Run.objects.filter(conversation__public_id=public_id).order_by("-id").first()
+    out[public_id] = None if run is None else [run.status, run.events.count(), run.error]
+print("RUNS=" + json.dumps(out))
+"""
+
+
+@dataclass
+class _Outcome:
+    label: str
+    latencies_ms: list[float]
+    wall_seconds: float
+    cpu_seconds: float
+    echo_ms: list[float]
+    lost: list[str] = field(default_factory=list)
 
 
 def _completed(outcome: TurnRecord | BaseException) -> bool:
@@ -49,26 +85,59 @@ def _completed(outcome: TurnRecord | BaseException) -> bool:
     return len(finished) == _TOOL_CALLS and not any(f.get("is_error") for f in finished)
 
 
-async def _chats(urls: list[str], seats: list[ChatSeat]) -> tuple[list[float], list[str]]:
-    """All chats at once; (latencies of completed turns, descriptions of lost ones)."""
-    outcomes = await asyncio.gather(
+def _socket_story(outcome: TurnRecord | BaseException) -> str:
+    if isinstance(outcome, TurnIncomplete):
+        return outcome.describe()
+    if isinstance(outcome, TurnRecord):
+        calls = sum(1 for f in outcome.frames if f.get("type") == "tool_finished")
+        seen = "seen" if outcome.finished_frame else "never arrived"
+        return (
+            f"ended {outcome.stop_reason!r} with {calls} of {_TOOL_CALLS} tool results, "
+            f"turn_finished {seen}"
+        )
+    return repr(outcome)
+
+
+def _server_story(server: DaphneServer, public_ids: list[str]) -> dict[str, str]:
+    """What run history says about each conversation's last run."""
+    try:
+        output = server.shell(_RUN_STATUS_CODE.format(ids=public_ids))
+        line = next(row for row in output.splitlines() if row.startswith("RUNS="))
+        runs = json.loads(line.removeprefix("RUNS="))
+    except Exception as exc:  # the story is a diagnosis; the bench still reports
+        return {public_id: f"history unreadable: {exc}" for public_id in public_ids}
+    stories = {}
+    for public_id, run in runs.items():
+        if run is None:
+            stories[public_id] = "no run in history"
+        else:
+            status, events, error = run
+            stories[public_id] = f"run {status!r} with {events} events in history" + (
+                f" ({error})" if error else ""
+            )
+    return stories
+
+
+def _log_warnings(servers: list[DaphneServer]) -> list[str]:
+    lines = []
+    for server in servers:
+        lines += [
+            f"log :{server.port}: {row[:200]}"
+            for row in server.log().splitlines()
+            if any(marker in row for marker in _LOG_MARKERS)
+        ]
+    return lines[:20]
+
+
+async def _chats(urls: list[str], seats: list[ChatSeat]) -> list[TurnRecord | BaseException]:
+    start = StartLine(len(seats))
+    return await asyncio.gather(
         *(
-            chat_turn(urls[i % len(urls)], seat, _TURN_TEXT, timeout=_TURN_TIMEOUT)
+            chat_turn(urls[i % len(urls)], seat, _TURN_TEXT, timeout=_TURN_TIMEOUT, start=start)
             for i, seat in enumerate(seats)
         ),
         return_exceptions=True,
     )
-    latencies, lost = [], []
-    for seat, outcome in zip(seats, outcomes, strict=True):
-        if _completed(outcome):
-            latencies.append(outcome.seconds * 1000)
-        else:
-            detail = repr(outcome)
-            if isinstance(outcome, TurnRecord):
-                seen = "seen" if outcome.finished_frame else "never arrived"
-                detail = f"ended {outcome.stop_reason!r}, turn_finished frame {seen}"
-            lost.append(f"conversation {seat.conversation_id!r}: {detail}")
-    return latencies, lost
 
 
 async def _echoes(urls: list[str]) -> list[float]:
@@ -78,84 +147,112 @@ async def _echoes(urls: list[str]) -> list[float]:
     return [s[0] * 1000 for s in samples]
 
 
-async def _measure(urls: list[str], seats: list[ChatSeat], warmups: list[ChatSeat]):
-    # Each process imports litellm on its first offline turn: keep that out of the figures.
-    for url, seat in zip(urls, warmups, strict=True):
-        await chat_turn(url, seat, _TURN_TEXT, timeout=_TURN_TIMEOUT)
-    started = time.perf_counter()
-    latencies, lost = await _chats(urls, seats)
-    wall = time.perf_counter() - started
-    return latencies, lost, wall, await _echoes(urls)
+def _server_cpu(servers: list[DaphneServer]) -> float:
+    return sum(process_cpu_seconds(server.proc.pid) for server in servers if server.proc)
 
 
-def _run(servers: list[DaphneServer]) -> tuple[list[list[object]], list[str]]:
+def _run(label: str, servers: list[DaphneServer]) -> _Outcome:
     seats = chat_seats_create(servers[0], count=_CHATS + len(servers))
+    chats, warmups = seats[:_CHATS], seats[_CHATS:]
     for server in servers:
         daphne_start(server)
     try:
         urls = [server.url for server in servers]
-        latencies, lost, wall, echo = asyncio.run(_measure(urls, seats[:_CHATS], seats[_CHATS:]))
+        # Each process's first turn loads what turns need: keep that out of the figures.
+        for url, seat in zip(urls, warmups, strict=True):
+            asyncio.run(chat_turn(url, seat, _TURN_TEXT, timeout=_TURN_TIMEOUT))
+        cpu_before, started = _server_cpu(servers), time.perf_counter()
+        outcomes = asyncio.run(_chats(urls, chats))
+        wall = time.perf_counter() - started
+        cpu = _server_cpu(servers) - cpu_before
+        echo = asyncio.run(_echoes(urls))
     finally:
         for server in servers:
             server.stop()
-    label = f"{len(servers)} daphne process{'es' if len(servers) > 1 else ''}"
-    echo_p50 = statistics.median(echo)
-    rows: list[list[object]] = []
-    if len(latencies) >= 2:
-        p50 = statistics.median(latencies)
-        rows.append(
-            [
-                f"{label}: chat turn, 3 tool calls",
-                f"{len(latencies)} of {_CHATS}",
-                f"{p50:.0f}",
-                f"{percentile(latencies, 95):.0f}",
-                f"{wall:.1f} s",
-                ratio(p50, echo_p50),
-            ]
-        )
-    else:
-        rows.append(
-            [f"{label}: chat turn, 3 tool calls", f"{len(latencies)} of {_CHATS}"] + [""] * 4
-        )
-    rows.append(
-        [
-            f"{label}: bare Channels echo (ceiling)",
-            f"{len(echo)} of {_CHATS}",
-            f"{echo_p50:.1f}",
-            f"{percentile(echo, 95):.1f}",
-            "",
-            "1.00×",
+    result = _Outcome(label, [], wall, cpu, echo)
+    failed: list[tuple[ChatSeat, TurnRecord | BaseException]] = []
+    for seat, outcome in zip(chats, outcomes, strict=True):
+        if _completed(outcome):
+            assert isinstance(outcome, TurnRecord)
+            result.latencies_ms.append(outcome.seconds * 1000)
+        else:
+            failed.append((seat, outcome))
+    if failed:
+        history = _server_story(servers[0], [seat.conversation_id for seat, _ in failed])
+        for seat, outcome in failed:
+            result.lost.append(
+                f"{label}: conversation {seat.conversation_id}: socket: "
+                f"{_socket_story(outcome)}; server: {history.get(seat.conversation_id)}"
+            )
+        result.lost += [f"{label}: {line}" for line in _log_warnings(servers)]
+    return result
+
+
+@contextlib.contextmanager
+def _setups(tmp: Path) -> Iterator[list[tuple[str, list[DaphneServer]]]]:
+    """(label, servers) of each configuration, the services they need running meanwhile."""
+    with contextlib.ExitStack() as stack:
+        single = make_server(tmp / "sqlite")
+        single.create_users()
+        setups = [("1 daphne process, SQLite", [single])]
+        if postgres_available():
+            url = stack.enter_context(postgres_database())
+            server = make_server(tmp / "postgres", DATABASE_URL=url)
+            server.create_users()
+            setups.append(("1 daphne process, PostgreSQL", [server]))
+        else:
+            print("PostgreSQL is not installed: its run is left out (make system-deps)")
+        redis_url = stack.enter_context(redis_server(tmp))
+        first = make_server(tmp / "shared", REDIS_URL=redis_url)
+        first.create_users()
+        second = make_server(tmp / "shared", REDIS_URL=redis_url)
+        setups.append(("2 daphne processes, SQLite + Redis", [first, second]))
+        yield setups
+
+
+def _rows(outcome: _Outcome) -> list[list[object]]:
+    echo_p50 = statistics.median(outcome.echo_ms)
+    done = outcome.latencies_ms
+    turn: list[object] = [f"{outcome.label}: chat turn, 3 tool calls", f"{len(done)} of {_CHATS}"]
+    if len(done) >= 2:
+        p50 = statistics.median(done)
+        turn += [
+            f"{p50:.0f}",
+            f"{percentile(done, 95):.0f}",
+            f"{outcome.wall_seconds:.1f} s",
+            f"{outcome.cpu_seconds * 1000 / _CHATS:.1f} ms",
+            ratio(p50, echo_p50),
         ]
-    )
-    return rows, [f"{label}: {item}" for item in lost]
+    else:
+        turn += [""] * 5
+    echo: list[object] = [
+        f"{outcome.label}: bare Channels echo (ceiling)",
+        f"{len(outcome.echo_ms)} of {_CHATS}",
+        f"{echo_p50:.1f}",
+        f"{percentile(outcome.echo_ms, 95):.1f}",
+        "",
+        "",
+        "1.00×",
+    ]
+    return [turn, echo]
 
 
 def main() -> None:
-    rows: list[list[object]] = []
-    lost: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        single = make_server(Path(tmp) / "single")
-        single.create_users()
-        more_rows, more_lost = _run([single])
-        rows += more_rows
-        lost += more_lost
-        shared = Path(tmp) / "shared"
-        with redis_server(Path(tmp)) as redis_url:
-            first = make_server(shared, REDIS_URL=redis_url)
-            first.create_users()
-            second = make_server(shared, REDIS_URL=redis_url)
-            more_rows, more_lost = _run([first, second])
-            rows += more_rows
-            lost += more_lost
+    outcomes: list[_Outcome] = []
+    with tempfile.TemporaryDirectory() as tmp, _setups(Path(tmp)) as setups:
+        for label, servers in setups:
+            outcomes.append(_run(label, servers))
     print_table(
         f"{_CHATS} simultaneous WebSocket chats, offline model (latency in ms)",
-        ["server", "completed", "p50", "p95", "wall time", "p50 vs echo"],
-        rows,
+        ["server", "completed", "p50", "p95", "wall time", "server CPU per turn", "p50 vs echo"],
+        [row for outcome in outcomes for row in _rows(outcome)],
     )
+    lost = [line for outcome in outcomes for line in outcome.lost]
     if lost:
         # Reported, not raised, so `make bench` still prints the remaining tables.
-        print(f"WARNING: {len(lost)} turn(s) incomplete on the socket:", flush=True)
-        for line in lost[:20]:
+        turns = sum(_CHATS - len(outcome.latencies_ms) for outcome in outcomes)
+        print(f"WARNING: {turns} turn(s) did not complete:", flush=True)
+        for line in lost:
             print(f"  {line}", flush=True)
 
 

@@ -2,10 +2,11 @@
 
 A turn with one tool call makes two model calls (ask → tool call, results →
 answer). We time that whole turn, and the same two request bodies sent straight
-to ``litellm.acompletion`` (streamed); overhead = turn - bare pair.
+to the model (streamed: ``litellm.acompletion``, or the offline model's own stream);
+overhead = turn - bare pair.
 It covers resolution, the deferred split, schema serialisation, argument
 validation, tool execution through FunctionTool, and event streaming. Models:
-the offline model (in-process litellm custom provider) and the fake
+the offline model (in process, not through litellm) and the fake
 OpenAI-compatible HTTP server on 127.0.0.1 (real sockets, SSE parsing).
 """
 
@@ -36,10 +37,16 @@ def _fake_responder(body: dict[str, Any]) -> Any:
 
 
 async def _bare_calls(model: str, bodies: list[dict[str, Any]]) -> None:
-    """The turn's own two requests, sent straight to litellm (no framework around them)."""
+    """The turn's own two requests, sent straight to the model (no framework around them)."""
     from openprogram.providers._litellm_setup import load_litellm
-    from openprogram.providers.routing import connection_kwargs, litellm_model_name
+    from openprogram.providers.offline import offline_stream
+    from openprogram.providers.routing import connection_kwargs, is_offline, litellm_model_name
 
+    if is_offline(model):
+        for body in bodies:
+            async for _ in offline_stream(body["messages"], body["tools"]):
+                pass
+        return
     litellm = load_litellm()
     for body in bodies:
         response = await litellm.acompletion(
@@ -96,7 +103,7 @@ async def _measure() -> list[list[object]]:
             await _turn("openai/fake-model")
             bodies = list(server.requests)
             targets = [
-                ("offline (litellm custom provider)", "offline"),
+                ("offline (in process)", "offline"),
                 ("fake HTTP server (openai/ via litellm)", "openai/fake-model"),
             ]
             for label, model in targets:
@@ -128,7 +135,7 @@ def main() -> None:
         f"Turn overhead per tool-call round trip (median of {_ROUNDS}, ms)",
         [
             "model",
-            "bare litellm, same 2 calls",
+            "bare model, same 2 calls",
             "turn with 1 tool call",
             "framework overhead",
         ],

@@ -10,8 +10,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest
-from ninja import Router
+from ninja import File, Router, Schema
+from ninja.files import UploadedFile
 
+from chat_app.attachments import attachment_save
 from chat_app.models import Conversation, Run, ToolCallRecord
 from chat_app.schemas import (
     ConversationIn,
@@ -39,6 +41,7 @@ from chat_app.services import (
     conversation_rename,
     run_expire_orphans,
 )
+from chat_app.sidebar import conversation_search
 from chat_app.turns import turn_run_to_completion
 
 __all__ = ["router"]
@@ -99,8 +102,32 @@ def _tool_call_out(record: ToolCallRecord) -> dict[str, Any]:
 
 
 @router.get("/conversations", response=list[ConversationOut], summary="Your conversations")
-def conversations_list(request: HttpRequest):
+def conversations_list(request: HttpRequest, q: str = ""):
+    """All of them, newest first; with ``q``, the 50 newest whose title or messages match."""
+    if q.strip():
+        return [_conversation_out(c) for c in conversation_search(owner=request.user, query=q)]
     return [_conversation_out(c) for c in conversation_list(owner=request.user)]
+
+
+class AttachmentOut(Schema):
+    path: str
+    """Relative to your workspace: the file tools (read, grep, bash) open it by this path."""
+    name: str
+    size: int
+
+
+@router.post(
+    "/attachments",
+    response={201: AttachmentOut},
+    summary="Upload a file into your workspace's uploads/ folder",
+    description="Multipart field 'file'. 413 when the file or your uploads/ folder is over "
+    "its limit (OPENPROGRAM_ATTACHMENT_MAX_BYTES, OPENPROGRAM_UPLOADS_MAX_BYTES).",
+)
+def attachments_create(request: HttpRequest, file: File[UploadedFile]):
+    saved = attachment_save(
+        user=request.user, name=file.name or "file", size=file.size, chunks=file.chunks()
+    )
+    return 201, {"path": saved.path, "name": saved.name, "size": saved.size}
 
 
 @router.post("/conversations", response={201: ConversationOut}, summary="Start a conversation")

@@ -22,6 +22,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from pydantic import ValidationError
 
+from chat_app.db_batch import run_batched
 from chat_app.schemas import MAX_FRAME_BYTES, UserMessageFrame, parse_client_frame
 from chat_app.turns import (
     active_turn,
@@ -41,7 +42,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 
-def _owned_conversation_id(user: Any, public_id: str) -> int | None:
+def _owned_conversation_id(*, user: Any, public_id: str) -> int | None:
     """The conversation's key if ``user`` owns the one named ``public_id``, else None."""
     from chat_app.selectors import conversation_by_public_id
 
@@ -51,7 +52,7 @@ def _owned_conversation_id(user: Any, public_id: str) -> int | None:
         return None
 
 
-def _catch_up(conversation_id: int) -> dict[str, Any] | None:
+def _catch_up(*, conversation_id: int) -> dict[str, Any] | None:
     from chat_app.selectors import run_events, run_latest
     from chat_app.services import run_abandon_orphans, run_expire_orphans
 
@@ -91,7 +92,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._refuse(CLOSE_UNAUTHENTICATED)
             return
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
-        owned = await database_sync_to_async(_owned_conversation_id)(user, public_id)
+        # Batched with the running turns' jobs: a burst of connects shares thread hops.
+        owned = await run_batched(_owned_conversation_id, user=user, public_id=public_id)
         if owned is None:
             await self._refuse(CLOSE_NOT_FOUND)
             return
@@ -103,7 +105,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if turn is not None:
             # Streamed text waits in a buffer between writes; history must have it first.
             await turn.flush()
-        catch_up = await database_sync_to_async(_catch_up)(self.conversation_id)
+        catch_up = await run_batched(_catch_up, conversation_id=self.conversation_id)
         if catch_up is not None:
             await self.send_json(catch_up)
 
@@ -152,7 +154,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _handle(self, frame: Any) -> None:
         user = self.scope["user"]
         if isinstance(frame, UserMessageFrame):
-            options = frame.model_dump(exclude={"type", "text", "attended"})
+            options = frame.model_dump(exclude={"type", "text", "attended", "replaces"})
             from chat_app.schemas import TurnOptions
 
             await turn_start(
@@ -161,6 +163,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 text=frame.text,
                 options=TurnOptions(**options, attended=frame.attended),
                 attended=frame.attended,
+                replaces=frame.replaces,
             )
             return
         await turn_control_send(
@@ -170,6 +173,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             call_id=getattr(frame, "call_id", ""),
             reason=getattr(frame, "reason", ""),
             text=getattr(frame, "text", ""),
+            remember=bool(getattr(frame, "remember", False)),
+            choice=getattr(frame, "action", ""),
+            content=getattr(frame, "content", None),
         )
         if frame.type == "stop" and active_turn(self.conversation_id) is None:
             await database_sync_to_async(self._stop_orphan)()
@@ -187,5 +193,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _error(self, kind: str, message: str) -> None:
         await self.send_json({"type": "error", "kind": kind, "message": message})
 
-    async def chat_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(message["event"])
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every message it dispatches,
+        # a hop to the database thread each time. Relayed events, most of a socket's
+        # messages and one per streamed piece, touch no database: they skip it.
+        if message.get("type") == "chat.events":
+            await self.chat_events(message)
+            return
+        await super().dispatch(message)
+
+    async def chat_events(self, message: dict[str, Any]) -> None:
+        for event in message["events"]:
+            await self.send_json(event)

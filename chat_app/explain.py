@@ -6,7 +6,7 @@ A run already stores the offered names (``Run.tools``) and the offered deferred
 names (``Run.deferred``), so the compact form keeps only what those lack:
 
 - ``not_offered``: the rejected tools grouped by (layer, reason), in trace order —
-  every "why not offered" survives, each reason written once;
+  every "why not offered" survives, each reason written once, with its words for people;
 - ``loaded``: deferred tools whose schema was already loaded;
 - ``deferred_not_offered``: rejected tools marked ``defer`` (the rows keep that flag);
 - ``sources``: tool names by source, the most common source (``default_source``)
@@ -23,15 +23,19 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
+from openprogram.programs.explain_words import plain_reason
+
 __all__ = ["CompactExplain", "NotOfferedGroup", "explain_compact", "explain_expand"]
 
 _FORMAT = "compact-v1"
 
 
-class NotOfferedGroup(TypedDict):
+class NotOfferedGroup(TypedDict, total=False):
     layer: str | None
     reason: str
     names: list[str]
+    words: str
+    """The reason for people (``explain_words.plain_reason``); older runs stored none."""
 
 
 class CompactExplain(TypedDict):
@@ -73,7 +77,7 @@ def explain_compact(
                 deferred_not_offered.append(name)
     default_source = max(by_source, key=lambda s: len(by_source[s])) if by_source else "builtin"
     not_offered: list[NotOfferedGroup] = [
-        {"layer": layer, "reason": reason, "names": names}
+        {"layer": layer, "reason": reason, "names": names, "words": plain_reason(layer, reason)}
         for (layer, reason), names in groups.items()
     ]
     per_layer = Counter[str]()

@@ -14,8 +14,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from channels.db import database_sync_to_async
 from django.conf import settings
+
+from chat_app.db_batch import run_batched
 
 __all__ = ["lease_keep"]
 
@@ -34,7 +35,7 @@ async def lease_keep(*, run_id: int, on_lost: Callable[[], None]) -> None:
     while True:
         await asyncio.sleep(interval)
         try:
-            renewed = await database_sync_to_async(run_renew_lease)(run_id=run_id)
+            renewed = await run_batched(run_renew_lease, run_id=run_id)
         except Exception:
             # A database hiccup is retried next beat; the lease has two beats to spare.
             _log.exception("could not renew the lease of run %r", run_id)

@@ -58,6 +58,9 @@ class Conversation(models.Model):
     plan_mode = models.BooleanField(default=False)
     attended = models.BooleanField(default=True)
     todos = models.JSONField(default=list, blank=True)
+    allowed_tools = models.JSONField(default=list, blank=True)
+    """Tools the owner allowed for the rest of this conversation (never an always-ask one;
+    ``chat_app.approvals`` decides and is the only reader)."""
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -97,6 +100,8 @@ class Run(models.Model):
     finished = models.DateTimeField(null=True, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True, default=lease_deadline)
     """While running: the process running the turn renews this; past it, the run is orphaned."""
+    superseded = models.BooleanField(default=False)
+    """Replaced by an edit or a regeneration: kept in history, left out of later prompts."""
 
     class Meta:
         ordering = ["-started", "-id"]
@@ -154,7 +159,9 @@ class ToolCallRecord(models.Model):
     arguments = models.JSONField(default=dict, blank=True)
     status = models.CharField(
         max_length=24,
-        choices=[(s, s) for s in ("running", "awaiting_approval", "done", "error", "denied")],
+        choices=[
+            (s, s) for s in ("running", "awaiting_approval", "done", "error", "denied", "stopped")
+        ],
         default="running",
     )
     result_preview = models.TextField(blank=True, default="")

@@ -56,12 +56,17 @@ class TurnOptions(_Strict):
 class UserMessageFrame(TurnOptions):
     type: Literal["user_message"]
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    replaces: int | None = Field(default=None, ge=1)
+    """An edit or a regeneration: this run (and every later one) is superseded, kept in
+    history but left out of the new turn's prompt."""
 
 
 class ApproveFrame(_Strict):
     type: Literal["approve"]
     call_id: str = Field(min_length=1, max_length=128)
     reason: str = Field(default="", max_length=2000)
+    remember: bool = False
+    """Allow this tool for the rest of the conversation (never an always-ask tool)."""
 
 
 class DenyFrame(_Strict):
@@ -76,12 +81,21 @@ class AnswerFrame(_Strict):
     text: str = Field(max_length=MAX_TEXT_CHARS)
 
 
+class ElicitFrame(_Strict):
+    """The owner's answer to a tool's form or link (an MCP server's elicitation)."""
+
+    type: Literal["elicit"]
+    call_id: str = Field(min_length=1, max_length=128)
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, str | int | float | bool | list[str] | None] | None = None
+
+
 class StopFrame(_Strict):
     type: Literal["stop"]
 
 
 ClientFrame = Annotated[
-    UserMessageFrame | ApproveFrame | DenyFrame | AnswerFrame | StopFrame,
+    UserMessageFrame | ApproveFrame | DenyFrame | AnswerFrame | ElicitFrame | StopFrame,
     Field(discriminator="type"),
 ]
 _frame_adapter: TypeAdapter[Any] = TypeAdapter(ClientFrame)
@@ -89,7 +103,7 @@ _frame_adapter: TypeAdapter[Any] = TypeAdapter(ClientFrame)
 
 def parse_client_frame(
     data: Any,
-) -> UserMessageFrame | ApproveFrame | DenyFrame | AnswerFrame | StopFrame:
+) -> UserMessageFrame | ApproveFrame | DenyFrame | AnswerFrame | ElicitFrame | StopFrame:
     """Validate a decoded JSON frame; raises ``pydantic.ValidationError``."""
     return _frame_adapter.validate_python(data)
 
@@ -170,6 +184,8 @@ class NotOfferedOut(BaseModel):
     layer: str | None
     reason: str
     names: list[str]
+    words: str = ""
+    """The reason for people; ``layer`` and ``reason`` are the code and its raw text."""
 
 
 class RunDetailOut(RunOut):

@@ -20,6 +20,7 @@ from django.db.models import Prefetch, QuerySet
 from chat_app.explain import explain_expand
 from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
 from openprogram.agent.events import HistoryMessage
+from openprogram.programs.explain_words import plain_reason
 from openprogram.programs.results import results_dir_for_user
 from openprogram.workspace import workspace_for_user
 from openprogram_site.api_errors import NotFoundError
@@ -78,8 +79,16 @@ def conversation_by_public_id(*, owner: AbstractBaseUser, public_id: str | UUID)
 
 
 def conversation_history(*, conversation: Conversation, before: Message) -> list[HistoryMessage]:
-    """Earlier user/assistant text for the next prompt; tool results never appear here."""
-    rows = conversation.messages.filter(created__lte=before.created).exclude(pk=before.pk)
+    """Earlier user/assistant text for the next prompt; tool results never appear here.
+
+    Runs replaced by an edit or a regeneration are left out: the prompt follows the
+    conversation as it now stands.
+    """
+    rows = (
+        conversation.messages.filter(created__lte=before.created)
+        .exclude(pk=before.pk)
+        .exclude(run__superseded=True)
+    )
     return [
         HistoryMessage(role=row.role, content=row.text)
         for row in rows.order_by("created", "id")
@@ -125,7 +134,7 @@ def run_explain_groups(*, run: Run) -> list[dict[str, Any]]:
         if not row["offered"]:
             groups.setdefault((row["layer"], row["reason"]), []).append(row["name"])
     return [
-        {"layer": layer, "reason": reason, "names": names}
+        {"layer": layer, "reason": reason, "names": names, "words": plain_reason(layer, reason)}
         for (layer, reason), names in groups.items()
     ]
 

@@ -11,9 +11,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Case, Q, QuerySet, Value, When
 from django.utils import timezone
 
+from accounts.preferences import preferred_model
 from chat_app.explain import explain_compact
 from chat_app.models import (
     TITLE_MAX,
@@ -26,6 +27,7 @@ from chat_app.models import (
     lease_deadline,
 )
 from chat_app.schemas import TurnOptions
+from chat_app.titles import title_from_message
 from chat_app.turn_limits import turn_start_allow
 from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
 
@@ -45,17 +47,8 @@ __all__ = [
     "runs_close_at_startup",
 ]
 
-_TITLE_WORDS = 8
 NO_AGENT = 0
 ORPHANED_RUN_ERROR = "the server running this turn stopped"
-
-
-def _title_from(text: str) -> str:
-    words = " ".join(text.split()).split(" ")
-    title = " ".join(words[:_TITLE_WORDS])
-    if len(words) > _TITLE_WORDS:
-        title += "…"
-    return title[:TITLE_MAX]
 
 
 def _check_profile(owner: AbstractBaseUser, name: str) -> None:
@@ -90,7 +83,7 @@ def conversation_create(
 
     profile_name = profile or active_profile_name(owner=owner)
     _check_profile(owner, profile_name)
-    chosen_model = model or settings.OPENPROGRAM_DEFAULT_MODEL
+    chosen_model = model or preferred_model(user=owner)
     _check_model(chosen_model)
     if agent_profile is not None:
         _check_agent_profile(owner, agent_profile)
@@ -120,10 +113,10 @@ def conversation_apply_options(
     ``clear_agent`` unsets the agent profile (the API's explicit null); so does the
     socket's ``agent_profile: 0`` (``NO_AGENT``), since there null means "keep".
     """
-    owner = conversation.owner
     changed: list[str] = []
     if options.profile is not None:
-        _check_profile(owner, options.profile)
+        # The owner is loaded only when a choice needs checking against it (one query).
+        _check_profile(conversation.owner, options.profile)
         conversation.profile_name = options.profile
         changed.append("profile_name")
     if options.model is not None:
@@ -134,7 +127,7 @@ def conversation_apply_options(
         conversation.agent_profile_id = None
         changed.append("agent_profile")
     elif options.agent_profile is not None:
-        _check_agent_profile(owner, options.agent_profile)
+        _check_agent_profile(conversation.owner, options.agent_profile)
         conversation.agent_profile_id = options.agent_profile
         changed.append("agent_profile")
     for flag in ("tools_on", "web_search_on", "plan_mode", "attended"):
@@ -154,8 +147,14 @@ def conversation_delete(*, conversation: Conversation) -> None:
     conversation.delete()
 
 
-def run_start(*, conversation: Conversation, text: str, attended: bool) -> tuple[Run, Message]:
-    """Open a run and store the user's message; one running turn per conversation."""
+def run_start(
+    *, conversation: Conversation, text: str, attended: bool, replaces: int | None = None
+) -> tuple[Run, Message]:
+    """Open a run and store the user's message; one running turn per conversation.
+
+    ``replaces`` (an edit or a regeneration): that run of this conversation and every
+    later one are marked superseded: kept in history, left out of later prompts.
+    """
     with transaction.atomic():
         locked = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
         if locked is None:
@@ -165,6 +164,11 @@ def run_start(*, conversation: Conversation, text: str, attended: bool) -> tuple
         if locked.runs.filter(status="running").exists():
             raise ConflictError("a turn is already running in this conversation; stop it first")
         turn_start_allow(owner_id=locked.owner_id)
+        if replaces is not None:
+            replaced = locked.runs.filter(pk=replaces, superseded=False).first()
+            if replaced is None:
+                raise UnprocessableError(f"run {replaces!r} is not a current run of this chat")
+            locked.runs.filter(pk__gte=replaced.pk).update(superseded=True)
         run = Run.objects.create(
             conversation=locked,
             model=conversation.model,
@@ -179,60 +183,87 @@ def run_start(*, conversation: Conversation, text: str, attended: bool) -> tuple
         )
         message = Message.objects.create(conversation=locked, role="user", text=text, run=run)
         if not locked.title:
-            locked.title = _title_from(text)
+            locked.title = title_from_message(text)
         locked.save(update_fields=["title", "updated"])
         conversation.title = locked.title
     return run, message
 
 
-def _apply_event(run: Run, event: dict[str, Any]) -> None:
-    """Keep the run's summary and tool-call rows in step with one event."""
+def _apply_event(run_id: int, event: dict[str, Any]) -> None:
+    """Keep the run's summary and tool-call rows in step with one event.
+
+    Written by run id, without loading the run: most events touch only their own rows.
+    """
     kind = event["type"]
     if kind == "tools_resolved":
-        run.tools = event.get("tools", [])
-        run.deferred = event.get("deferred", [])
-        run.explain = explain_compact(
-            event.get("explain", []), tools=run.tools, deferred=run.deferred
-        )
-        run.warnings = event.get("warnings", [])
-        run.model = event.get("model") or run.model
-        run.save(update_fields=["tools", "deferred", "explain", "warnings", "model"])
+        tools, deferred = event.get("tools", []), event.get("deferred", [])
+        summary: dict[str, Any] = {
+            "tools": tools,
+            "deferred": deferred,
+            "explain": explain_compact(event.get("explain", []), tools=tools, deferred=deferred),
+            "warnings": event.get("warnings", []),
+        }
+        if event.get("model"):
+            summary["model"] = event["model"]
+        Run.objects.filter(pk=run_id).update(**summary)
     elif kind == "tool_call_started":
         arguments = event.get("arguments")
-        ToolCallRecord.objects.update_or_create(
-            run=run,
-            call_id=event["call_id"],
-            defaults={
-                "name": event["name"],
-                "arguments": arguments if arguments is not None else {},
-                "parent_call_id": event.get("parent_call_id") or "",
-            },
+        # One upsert (the same call may be announced again, e.g. by a nested run).
+        ToolCallRecord.objects.bulk_create(
+            [
+                ToolCallRecord(
+                    run_id=run_id,
+                    call_id=event["call_id"],
+                    name=event["name"],
+                    arguments=arguments if arguments is not None else {},
+                    parent_call_id=event.get("parent_call_id") or "",
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["run", "call_id"],
+            update_fields=["name", "arguments", "parent_call_id"],
         )
     elif kind == "approval_requested":
-        ToolCallRecord.objects.filter(run=run, call_id=event["call_id"]).update(
+        ToolCallRecord.objects.filter(run_id=run_id, call_id=event["call_id"]).update(
             status="awaiting_approval"
         )
     elif kind == "approval_resolved":
-        ToolCallRecord.objects.filter(run=run, call_id=event["call_id"]).update(
+        ToolCallRecord.objects.filter(run_id=run_id, call_id=event["call_id"]).update(
             status="running" if event.get("approved") else "denied"
         )
     elif kind == "tool_finished":
-        record, _ = ToolCallRecord.objects.get_or_create(
-            run=run, call_id=event["call_id"], defaults={"name": event.get("name", "")}
-        )
-        if record.status != "denied":
-            record.status = "error" if event.get("is_error") else "done"
-        record.result_preview = event.get("preview", "")
-        record.is_error = bool(event.get("is_error"))
-        record.truncated = bool(event.get("truncated"))
-        record.full_result_path = event.get("full_result_path") or ""
-        record.duration_ms = float(event.get("duration_ms") or 0.0)
-        record.save()
+        _tool_call_finish(run_id, event)
     elif kind == "todo_updated":
-        Conversation.objects.filter(pk=run.conversation_id).update(todos=event.get("todos", []))
+        conversation_id = Run.objects.filter(pk=run_id).values("conversation_id")
+        Conversation.objects.filter(pk__in=conversation_id).update(todos=event.get("todos", []))
     elif kind == "error":
-        run.error = event.get("message", "")
-        run.save(update_fields=["error"])
+        Run.objects.filter(pk=run_id).update(error=event.get("message", ""))
+
+
+def _tool_call_finish(run_id: int, event: dict[str, Any]) -> None:
+    """Close a call's row with its result in one UPDATE; a denied call stays denied."""
+    is_error = bool(event.get("is_error"))
+    result = {
+        "result_preview": event.get("preview", ""),
+        "is_error": is_error,
+        "truncated": bool(event.get("truncated")),
+        "full_result_path": event.get("full_result_path") or "",
+        "duration_ms": float(event.get("duration_ms") or 0.0),
+    }
+    # Cut off by Stop: shown as stopped, not as a failure of the tool.
+    status = "stopped" if event.get("stopped") else "error" if is_error else "done"
+    updated = ToolCallRecord.objects.filter(run_id=run_id, call_id=event["call_id"]).update(
+        status=Case(When(status="denied", then=Value("denied")), default=Value(status)),
+        **result,
+    )
+    if not updated:  # never announced (a call the framework refused before starting it)
+        ToolCallRecord.objects.create(
+            run_id=run_id,
+            call_id=event["call_id"],
+            name=event.get("name", ""),
+            status=status,
+            **result,
+        )
 
 
 _ON_THE_RUN = ("tools", "deferred", "explain")
@@ -250,12 +281,12 @@ def run_record_events(*, run_id: int, events: list[dict[str, Any]]) -> None:
     """Append events (each carrying its ``seq``) to run history, in one transaction."""
     if not events:
         return
-    with transaction.atomic():
-        run = Run.objects.get(pk=run_id)
+    # Inside a batch (chat_app.db_batch) the batch's transaction covers it: no savepoint.
+    with transaction.atomic(savepoint=False):
         RunEvent.objects.bulk_create(
             [
                 RunEvent(
-                    run=run,
+                    run_id=run_id,
                     seq=event["seq"],
                     type=event["type"],
                     payload=_event_payload(event),
@@ -264,7 +295,7 @@ def run_record_events(*, run_id: int, events: list[dict[str, Any]]) -> None:
             ]
         )
         for event in events:
-            _apply_event(run, event)
+            _apply_event(run_id, event)
 
 
 def run_finish(
@@ -280,7 +311,7 @@ def run_finish(
     A run already closed stays as it was (a turn that lost its lease and was closed as
     orphaned by another process must not reopen it): its reply is returned instead.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # a batch's transaction covers it
         run = Run.objects.select_for_update().select_related("conversation").get(pk=run_id)
         if run.status != "running":
             closed = run.messages.filter(role="assistant").order_by("-id").first()
@@ -300,7 +331,9 @@ def run_finish(
         run.save(update_fields=["status", "text", "usage", "error", "finished", "lease_until"])
         # Calls still open when the turn ended (stopped, errored) are closed with it.
         run.tool_calls.filter(status__in=["running", "awaiting_approval"]).update(
-            status="error", is_error=True, result_preview=f"turn {status}"
+            status="stopped" if status == "stopped" else "error",
+            is_error=True,
+            result_preview=f"turn {status}",
         )
         message = Message.objects.create(
             conversation=run.conversation, role="assistant", text=text, run=run

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
+from chat_app.approvals import conversation_allowed_tools
 from chat_app.schemas import TurnOptions
 from chat_app.selectors import (
     conversation_get,
@@ -30,6 +31,8 @@ class PreparedTurn:
     run_id: int
     message_id: int
     title: str
+    allowed_tools: frozenset[str]
+    """Tools the owner allowed for the rest of this conversation (chat_app.approvals)."""
     request_kwargs: dict[str, Any]
     """TurnRequest keyword arguments, hooks excepted (the running turn supplies those)."""
 
@@ -50,6 +53,7 @@ def turn_prepare(
     options: TurnOptions,
     attended: bool | None,
     may_abandon_orphans: bool,
+    replaces: int | None = None,
 ) -> PreparedTurn:
     """Validate, remember the composer's choices, open the run and store the message.
 
@@ -72,13 +76,14 @@ def turn_prepare(
     if problem:
         raise UnprocessableError(problem)
     turn_attended = conversation.attended if attended is None else attended
+    start = {"conversation": conversation, "text": text, "attended": turn_attended}
     try:
-        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
+        run, message = run_start(**start, replaces=replaces)
     except ConflictError:
         if not may_abandon_orphans:
             raise
         run_abandon_orphans(conversation_id=conversation_id)
-        run, message = run_start(conversation=conversation, text=text, attended=turn_attended)
+        run, message = run_start(**start, replaces=replaces)
     if run.model != model:
         run.model = model
         run.save(update_fields=["model"])
@@ -107,5 +112,6 @@ def turn_prepare(
         run_id=run.pk,
         message_id=message.pk,
         title=conversation.title,
+        allowed_tools=conversation_allowed_tools(conversation_id=conversation.pk),
         request_kwargs=turn_request_kwargs(values),
     )

@@ -11,10 +11,9 @@ While it runs, the turn renews its run's lease (``chat_app.leases``). A server t
 dies mid-turn stops renewing, and whoever next touches the conversation closes the
 run as orphaned; a turn that finds its run closed that way stops itself.
 
-Every event is numbered (``seq``), persisted as a ``RunEvent`` and then sent to the
-group ``chat.<id>``, which every open tab of the conversation joins. Text deltas and
-tool output are sent at once but persisted in coalesced batches, so a streaming model
-does not write one row per token.
+Every event is numbered, written to run history and then sent to the group
+``chat.<id>``, which every open tab of the conversation joins: see
+``chat_app.turn_events``.
 """
 
 from __future__ import annotations
@@ -22,17 +21,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 
+from chat_app.db_batch import run_batched
 from chat_app.explain import explain_compact
 from chat_app.leases import lease_keep
 from chat_app.markdown import render_markdown
-from chat_app.relay import STREAMED, GroupRelay, coalesce_streamed, group_send_safely
+from chat_app.relay import group_send_safely
 from chat_app.schemas import TurnOptions
+from chat_app.turn_events import TurnEvents
 from chat_app.turn_inputs import turn_prepare
 from openprogram.agent.types import ApprovalDecision, ApprovalRequest
 
@@ -50,12 +52,13 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-ControlAction = Literal["approve", "deny", "answer", "stop"]
-_FLUSH_AFTER_SECONDS = 0.25
-_FLUSH_AFTER_CHARS = 8_000
+ControlAction = Literal["approve", "deny", "answer", "elicit", "stop"]
 _STOP_GRACE_SECONDS = 3.0
 _LISTENER_CLOSE = "turn.listener.close"
-_LISTENER_CLOSE_SECONDS = 5.0
+_LISTENER_CLOSE_SECONDS = 65.0
+"""How long a stopped turn's listener may take to read its close message: longer than the
+channel layer keeps a message (60 s), since until then the message can still come."""
+_closing_listeners: set[asyncio.Task[None]] = set()
 
 _active: dict[int, ActiveTurn] = {}
 
@@ -86,7 +89,7 @@ class TurnOutcome:
     error: str
 
 
-class ActiveTurn:
+class ActiveTurn(TurnEvents):
     """One running turn: its request, its pending approvals/questions, its event stream."""
 
     def __init__(self, *, conversation_id: int, owner_id: int, run_id: int, request: Any) -> None:
@@ -96,26 +99,42 @@ class ActiveTurn:
         self.request = request
         self.seq = 0
         self.task: asyncio.Task[TurnOutcome] | None = None
-        self._buffer: list[dict[str, Any]] = []
-        self._buffer_chars = 0
-        self._persist_lock = asyncio.Lock()
-        self._flush_timer: asyncio.TimerHandle | None = None
-        self._timed_flushes: set[asyncio.Future[None]] = set()
-        self._relay = GroupRelay(events_group(conversation_id))
+        self._events_init(group=events_group(conversation_id))
         self._approvals: dict[str, asyncio.Future[ApprovalDecision]] = {}
         self._questions: dict[str, asyncio.Future[str]] = {}
+        self._elicitations: dict[str, asyncio.Future[Any]] = {}
         self._text_parts: list[str] = []
+        self.allowed_tools: set[str] = set()
+        """Tools the owner allowed for the rest of the conversation (chat_app.approvals)."""
+        self._remember: set[str] = set()
+        self._call_started: dict[str, float] = {}
         self._run_cost = 0.0
         """Cost of every model call this run made, nested runs' included (from events)."""
 
     # --- hooks the dispatcher calls (it announces, times out and fails closed) -----------
     async def approval_hook(self, request: ApprovalRequest) -> ApprovalDecision:
+        from chat_app.approvals import ALLOWED_REASON, conversation_allow_tool, tool_always_asks
+
+        # The one place a per-conversation grant is honoured; always-ask tools never are.
+        always_asks = tool_always_asks(request.tool_name)
+        if request.tool_name in self.allowed_tools and not always_asks:
+            return ApprovalDecision(approved=True, reason=ALLOWED_REASON)
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self._approvals[request.call_id] = future
         try:
-            return await future
+            decision = await future
         finally:
             self._approvals.pop(request.call_id, None)
+        if decision.approved and request.call_id in self._remember and not always_asks:
+            stored = await database_sync_to_async(conversation_allow_tool)(
+                conversation_id=self.conversation_id,
+                owner_id=self.owner_id,
+                name=request.tool_name,
+            )
+            if stored:
+                self.allowed_tools.add(request.tool_name)
+                decision = ApprovalDecision(approved=True, reason=ALLOWED_REASON)
+        return decision
 
     async def question_hook(self, question: Any) -> str:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -124,6 +143,25 @@ class ActiveTurn:
             return await future
         finally:
             self._questions.pop(question.call_id, None)
+
+    async def elicitation_hook(self, request: Any) -> Any:
+        """A tool's form or link (an MCP server's question): wait for the owner's answer."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._elicitations[request.call_id] = future
+        try:
+            return await future
+        finally:
+            self._elicitations.pop(request.call_id, None)
+
+    def _elicitation_answered(self, call_id: str, message: dict[str, Any]) -> None:
+        from openprogram.agent.elicitation import ElicitationAnswer
+
+        future = self._elicitations.get(call_id)
+        choice = message.get("choice")
+        if future is None or future.done() or choice not in ("accept", "decline", "cancel"):
+            return
+        content = message.get("content") if choice == "accept" else None
+        future.set_result(ElicitationAnswer(choice, content if isinstance(content, dict) else {}))
 
     # --- control -------------------------------------------------------------------------
     def control(self, message: dict[str, Any]) -> None:
@@ -139,6 +177,8 @@ class ActiveTurn:
         elif action in ("approve", "deny"):
             future = self._approvals.get(call_id)
             if future is not None and not future.done():
+                if action == "approve" and message.get("remember"):
+                    self._remember.add(call_id)
                 future.set_result(
                     ApprovalDecision(approved=action == "approve", reason=message.get("reason", ""))
                 )
@@ -146,6 +186,8 @@ class ActiveTurn:
             answer = self._questions.get(call_id)
             if answer is not None and not answer.done():
                 answer.set_result(message.get("text", ""))
+        elif action == "elicit":
+            self._elicitation_answered(call_id, message)
 
     def _stop(self) -> None:
         if self.request.cancel.is_set():
@@ -159,6 +201,11 @@ class ActiveTurn:
         for future in self._questions.values():
             if not future.done():
                 future.set_exception(QuestionUnanswered("the turn was stopped"))
+        from openprogram.agent.elicitation import ElicitationAnswer
+
+        for future in self._elicitations.values():
+            if not future.done():
+                future.set_result(ElicitationAnswer("cancel", reason="the turn was stopped"))
         # A tool that ignores its cancel event must not hold the turn: cancel the task.
         asyncio.get_running_loop().call_later(_STOP_GRACE_SECONDS, self._force_stop)
 
@@ -166,56 +213,10 @@ class ActiveTurn:
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
-    # --- events --------------------------------------------------------------------------
-    async def emit(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Number, persist (coalescing streamed text) and relay one event to every tab."""
-        self.seq += 1
-        event = {**event, "seq": self.seq, "run_id": self.run_id}
-        if event["type"] in STREAMED:
-            if not self._buffer:
-                # Written within the window even if no further event ever comes (a model
-                # that streams and then stalls, a server that dies): crash loss ≤ 0.25 s.
-                self._flush_timer = asyncio.get_running_loop().call_later(
-                    _FLUSH_AFTER_SECONDS, self._flush_on_timer
-                )
-            self._buffer.append(event)
-            self._buffer_chars += len(event.get("text", ""))
-            if self._buffer_chars >= _FLUSH_AFTER_CHARS:
-                await self.flush()
-        else:
-            await self.flush(extra=event)
-        await self._relay.send(event)
-        return event
-
-    def _flush_on_timer(self) -> None:
-        self._flush_timer = None
-        task = asyncio.ensure_future(self._safe_flush())
-        self._timed_flushes.add(task)
-        task.add_done_callback(self._timed_flushes.discard)
-
-    async def _safe_flush(self) -> None:
-        try:
-            await self.flush()
-        except Exception:
-            _log.exception("could not write streamed events of run %r", self.run_id)
-
-    async def flush(self, extra: dict[str, Any] | None = None) -> None:
-        """Write buffered streamed events (and ``extra``) to run history, in order."""
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-            self._flush_timer = None
-        async with self._persist_lock:
-            batch = coalesce_streamed(self._buffer)
-            self._buffer, self._buffer_chars = [], 0
-            if extra is not None:
-                batch.append(extra)
-            if batch:
-                from chat_app.services import run_record_events
-
-                await database_sync_to_async(run_record_events)(run_id=self.run_id, events=batch)
-
     # --- the task --------------------------------------------------------------------------
-    async def run(self, *, user_text: str, message_id: int, title: str) -> TurnOutcome:
+    async def run(
+        self, *, user_text: str, message_id: int, title: str, replaces: int | None = None
+    ) -> TurnOutcome:
         layer = get_channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(control_group(self.conversation_id), channel)
@@ -230,6 +231,7 @@ class ActiveTurn:
                     "text": user_text,
                     "message_id": message_id,
                     "title": title,
+                    "replaces": replaces,
                 }
             )
             from openprogram.agent.dispatcher import process_user_turn
@@ -243,8 +245,8 @@ class ActiveTurn:
                     )
                 elif data["type"] == "text_delta":
                     self._text_parts.append(data["text"])
-                elif data["type"] == "model_call":
-                    await self._record_model_call(data)
+                elif data["type"] in ("tool_call_started", "approval_requested", "tool_finished"):
+                    self._annotate_call(data)
                 elif data["type"] == "turn_finished":
                     finished_seen = True
                     status = data.get("stop_reason", "completed")
@@ -283,41 +285,88 @@ class ActiveTurn:
             )
         return await self._finish(status=status, text=text, usage=usage, error=error)
 
+    def _annotate_call(self, data: dict[str, Any]) -> None:
+        """What the page needs beyond the framework's event: may a grant cover the tool,
+        and was a call cut off by Stop (shown as stopped, with the time it had run)."""
+        from chat_app.approvals import tool_always_asks
+
+        call_id = data.get("call_id", "")
+        if data["type"] == "tool_call_started":
+            self._call_started[call_id] = time.monotonic()
+        elif data["type"] == "approval_requested":
+            data["may_remember"] = not tool_always_asks(data.get("name", ""))
+        elif data.get("is_error") and self.request.cancel.is_set():
+            data["stopped"] = True
+            started = self._call_started.get(call_id)
+            if not data.get("duration_ms") and started is not None:
+                data["duration_ms"] = (time.monotonic() - started) * 1000
+
     async def _finish(
         self, *, status: str, text: str, usage: dict[str, Any], error: str
     ) -> TurnOutcome:
         from chat_app.services import run_finish
 
         try:
-            await self.flush()
-            message = await database_sync_to_async(run_finish)(
-                run_id=self.run_id, status=status, text=text, usage=usage, error=error
+            try:
+                await self.flush()
+            except Exception as exc:
+                return await self._finish_unrecorded(text=text, usage=usage, failure=exc)
+            message = await run_batched(
+                run_finish, run_id=self.run_id, status=status, text=text, usage=usage, error=error
             )
             # Closed as orphaned while it stalled: that verdict stands, and tabs are told.
             status, error = message.run.status, message.run.error
-            await self._safe_emit(
-                {
-                    "type": "assistant_message",
-                    "message_id": message.pk,
-                    "status": status,
-                    "text": text,
-                    "html": render_markdown(text),
-                }
-            )
+            # The run is closed: a message the page sends on seeing the reply may start now.
+            self._release()
+            reply = {
+                "type": "assistant_message",
+                "message_id": message.pk,
+                "status": status,
+                "text": text,
+                "html": render_markdown(text),
+            }
+            await self._safe_emit(reply)
+            await self._pump_idle()  # the stored reply is in history when the turn returns
+            if self.history_failed:  # the run is closed and stored; the tabs must hear so
+                await self.relay_unrecorded(reply)
         finally:
-            _active.pop(self.conversation_id, None)
+            self._release()
         return TurnOutcome(run_id=self.run_id, status=status, text=text, error=error)
 
-    async def _record_model_call(self, event: dict[str, Any]) -> None:
-        from usage_app.services import model_call_record
+    async def _finish_unrecorded(
+        self, *, text: str, usage: dict[str, Any], failure: Exception
+    ) -> TurnOutcome:
+        """History refused the turn's events: close the run as failed if the database
+        lets us, and tell the tabs directly, so none of them waits for the turn's end."""
+        from chat_app.services import run_finish
 
-        self._run_cost += float(event.get("cost_usd") or 0.0)
+        error = f"run history could not be written: {type(failure).__name__}: {failure}"
+        message_id = None
         try:
-            await database_sync_to_async(model_call_record)(
-                user_id=self.owner_id, run_id=self.run_id, event=event
+            message = await run_batched(
+                run_finish, run_id=self.run_id, status="error", text=text, usage=usage, error=error
             )
-        except Exception:  # the ledger must not take the turn down; the run keeps the totals
-            _log.exception("could not record a model call of run %r", self.run_id)
+            message_id = message.pk
+        except Exception:
+            _log.exception("could not close run %r after its history failed", self.run_id)
+        self._release()
+        await self.relay_unrecorded(
+            {"type": "error", "message": error, "kind": "internal"},
+            {"type": "turn_finished", "stop_reason": "error", "usage": usage, "text": text},
+            {
+                "type": "assistant_message",
+                "message_id": message_id,
+                "status": "error",
+                "text": text,
+                "html": render_markdown(text),
+            },
+        )
+        return TurnOutcome(run_id=self.run_id, status="error", text=text, error=error)
+
+    def _release(self) -> None:
+        """Leave the registry (only this turn's own slot: a next turn may hold it already)."""
+        if _active.get(self.conversation_id) is self:
+            del _active[self.conversation_id]
 
     async def budget_check(self, turn_cost: float) -> str | None:
         """The dispatcher asks before every model call: is the owner's budget spent?
@@ -328,8 +377,11 @@ class ActiveTurn:
         """
         from usage_app.services import budget_refusal
 
-        return await database_sync_to_async(budget_refusal)(
-            user_id=self.owner_id, run_id=self.run_id, turn_cost=max(turn_cost, self._run_cost)
+        return await run_batched(
+            budget_refusal,
+            user_id=self.owner_id,
+            run_id=self.run_id,
+            turn_cost=max(turn_cost, self._run_cost),
         )
 
     async def _safe_emit(self, event: dict[str, Any]) -> None:
@@ -353,16 +405,24 @@ class ActiveTurn:
         receive in flight may have just popped a message meant for another consumer
         (a tab's socket); cancelling it there loses that message. Observed as tabs
         missing ``turn_finished`` with two processes on Redis under load.
+
+        Under load the close message can queue behind many others for seconds; the
+        turn does not wait for it (its reply would wait too), and it is not cancelled
+        after a few seconds as it was: a background task waits up to the layer's
+        message expiry, after which the close message cannot come any more.
         """
         await _safe(layer.group_discard(control_group(self.conversation_id), channel))
         await _safe(layer.send(channel, {"type": _LISTENER_CLOSE}))
-        try:
-            await asyncio.wait_for(asyncio.shield(listener), _LISTENER_CLOSE_SECONDS)
-        except asyncio.CancelledError:
-            listener.cancel()
-            raise
-        except Exception:  # it did not stop in time, or it had failed
-            listener.cancel()
+        closing = asyncio.create_task(_listener_wait(listener))
+        _closing_listeners.add(closing)
+        closing.add_done_callback(_closing_listeners.discard)
+
+
+async def _listener_wait(listener: asyncio.Task[None]) -> None:
+    try:
+        await asyncio.wait_for(asyncio.shield(listener), _LISTENER_CLOSE_SECONDS)
+    except BaseException:  # it never read its close message, or it had failed
+        listener.cancel()
 
 
 async def _safe(awaitable: Any) -> None:
@@ -379,6 +439,7 @@ async def turn_start(
     text: str,
     options: TurnOptions,
     attended: bool | None = None,
+    replaces: int | None = None,
 ) -> ActiveTurn:
     """Start a turn as a task; raises NotFoundError / ConflictError / UnprocessableError."""
     from openprogram.agent.events import TurnRequest
@@ -390,26 +451,35 @@ async def turn_start(
     turn = ActiveTurn(conversation_id=conversation_id, owner_id=user.pk, run_id=0, request=None)
     _active[conversation_id] = turn
     try:
-        prepared = await database_sync_to_async(turn_prepare)(
+        prepared = await run_batched(
+            turn_prepare,
             user=user,
             conversation_id=conversation_id,
             text=text,
             options=options,
             attended=attended,
             may_abandon_orphans=single_process_layer(),
+            replaces=replaces,
         )
     except BaseException:
         _active.pop(conversation_id, None)
         raise
     turn.run_id = prepared.run_id
+    turn.allowed_tools = set(prepared.allowed_tools)
     turn.request = TurnRequest(
         **prepared.request_kwargs,
         approval_hook=turn.approval_hook,
         question_hook=turn.question_hook,
+        elicitation_hook=turn.elicitation_hook,
         budget_check=turn.budget_check,
     )
     turn.task = asyncio.create_task(
-        turn.run(user_text=text, message_id=prepared.message_id, title=prepared.title)
+        turn.run(
+            user_text=text,
+            message_id=prepared.message_id,
+            title=prepared.title,
+            replaces=replaces,
+        )
     )
     return turn
 
@@ -433,8 +503,14 @@ async def turn_control_send(
     call_id: str = "",
     reason: str = "",
     text: str = "",
+    remember: bool = False,
+    choice: str = "",
+    content: dict[str, Any] | None = None,
 ) -> None:
-    """Route a control message to whichever process runs the conversation's turn."""
+    """Route a control message to whichever process runs the conversation's turn.
+
+    ``choice`` and ``content``: an answer to a form (``elicit``): accept/decline/cancel.
+    """
     await group_send_safely(
         control_group(conversation_id),
         {
@@ -444,5 +520,8 @@ async def turn_control_send(
             "call_id": call_id,
             "reason": reason,
             "text": text,
+            "remember": remember,
+            "choice": choice,
+            "content": content,
         },
     )

@@ -6,8 +6,8 @@ app_name = "chat"
 
 urlpatterns = [
     path("", views.chat_home, name="home"),
-    path("c/new/", views.conversation_new, name="new"),
     path("c/<uuid:public_id>/", views.conversation_page, name="conversation"),
+    path("c/<uuid:public_id>/export.md", views.conversation_export, name="export"),
     path(
         "runs/<int:run_id>/calls/<str:call_id>/result/",
         views.tool_result_download,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import (
     FileResponse,
@@ -13,25 +14,27 @@ from django.http import (
     HttpResponse,
     HttpResponsePermanentRedirect,
 )
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.templatetags.static import static
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
+from chat_app.export import conversation_markdown
 from chat_app.markdown import render_markdown
+from chat_app.models import Conversation
 from chat_app.selectors import (
     conversation_by_public_id,
-    conversation_list,
     conversation_transcript,
     model_choices,
     run_explain_groups,
     tool_result_path,
 )
-from chat_app.services import conversation_create, run_expire_orphans
+from chat_app.services import run_expire_orphans
+from chat_app.sidebar import conversation_groups
 from openprogram_site.api_errors import NotFoundError
 
 __all__ = [
     "chat_home",
-    "conversation_new",
+    "conversation_export",
     "conversation_page",
     "favicon",
     "tool_result_download",
@@ -45,26 +48,28 @@ def _composer_context(request: HttpRequest) -> dict:
         "profiles": profile_names(owner=request.user),
         "agent_profiles": agent_profile_list(owner=request.user),
         "models": model_choices(),
+        "groups": conversation_groups(owner=request.user),
+        "attachment_max_bytes": settings.CHAT_ATTACHMENT_MAX_BYTES,
     }
 
 
 @require_GET
 def chat_home(request: HttpRequest) -> HttpResponse:
-    """The newest conversation, or an empty page inviting a first message."""
-    latest = conversation_list(owner=request.user).first()
-    if latest is not None:
-        return redirect("chat:conversation", public_id=latest.public_id)
+    """A new chat: the composer, focused; the conversation is created by the first message."""
+    from accounts.preferences import preferred_model
+    from tools_app.selectors import active_profile_name
+
+    # What conversation_create would pick, shown before anything is created.
+    draft = Conversation(
+        owner=request.user,
+        profile_name=active_profile_name(owner=request.user),
+        model=preferred_model(user=request.user),
+    )
     return render(
         request,
         "chat_app/chat.html",
-        {"conversations": [], "conversation": None, **_composer_context(request)},
+        {"conversation": None, "draft": draft, **_composer_context(request)},
     )
-
-
-@require_POST
-def conversation_new(request: HttpRequest) -> HttpResponse:
-    conversation = conversation_create(owner=request.user)
-    return redirect("chat:conversation", public_id=conversation.public_id)
 
 
 @require_GET
@@ -86,13 +91,23 @@ def conversation_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
     return render(
         request,
         "chat_app/chat.html",
-        {
-            "conversations": conversation_list(owner=request.user)[:200],
-            "conversation": conversation,
-            "runs": runs,
-            **_composer_context(request),
-        },
+        {"conversation": conversation, "runs": runs, **_composer_context(request)},
     )
+
+
+@require_GET
+def conversation_export(request: HttpRequest, public_id: UUID) -> HttpResponse:
+    """The conversation as a Markdown file, for its owner only."""
+    try:
+        conversation = conversation_by_public_id(owner=request.user, public_id=public_id)
+    except NotFoundError as exc:
+        raise Http404(exc.message) from exc
+    response = HttpResponse(
+        conversation_markdown(conversation=conversation),
+        content_type="text/markdown; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="chat-{conversation.public_id}.md"'
+    return response
 
 
 @require_GET

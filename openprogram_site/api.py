@@ -8,6 +8,7 @@ from accounts.api_auth import api_auth
 from chat_app.api import router as chat_router
 from openprogram_site.api_errors import install_error_handlers
 from tools_app.api import router as tools_router
+from tools_app.mcp_catalog_api import router as mcp_catalog_router
 from usage_app.api import router as usage_router
 
 api = NinjaAPI(
@@ -27,5 +28,6 @@ def me(request):
 
 
 api.add_router("/", tools_router)
+api.add_router("/", mcp_catalog_router)
 api.add_router("/", chat_router)
 api.add_router("/", usage_router)

@@ -14,6 +14,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chat_app.routing import websocket_urlpatterns  # noqa: E402
+from openprogram_site.http_limits import oversize_bodies_refused  # noqa: E402
 from openprogram_site.origins import ExactOriginValidator  # noqa: E402
 from openprogram_site.startup import start_background_services  # noqa: E402
 from openprogram_site.ws_limits import oversize_frames_answered  # noqa: E402
@@ -32,4 +33,5 @@ application = ProtocolTypeRouter(
 )
 
 oversize_frames_answered()
+oversize_bodies_refused(settings.MAX_REQUEST_BYTES)
 start_background_services()

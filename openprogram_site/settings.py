@@ -121,6 +121,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
     }
+# Keep connections between database calls (Channels closes obsolete ones around each):
+# opening one per call was a tenth of a busy server's CPU. 0 = a new one every time.
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
@@ -206,6 +210,17 @@ OPENPROGRAM_SANDBOX_NETWORK = env_bool("OPENPROGRAM_SANDBOX_NETWORK", False)
 OPENPROGRAM_SHELL_STAFF_ONLY = env_bool("OPENPROGRAM_SHELL_STAFF_ONLY", False)
 OPENPROGRAM_BWRAP = env_str("OPENPROGRAM_BWRAP", "bwrap")
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
+# Tools "allow for this conversation" never covers (MCP tools and argument-dependent rules
+# always ask too; chat_app/approvals.py).
+CHAT_ALWAYS_ASK_TOOLS = frozenset(env_list("OPENPROGRAM_ALWAYS_ASK_TOOLS"))
+# Files attached in the chat land in <workspace>/uploads/; per file, per user in total.
+CHAT_ATTACHMENT_MAX_BYTES = env_int("OPENPROGRAM_ATTACHMENT_MAX_BYTES", 10_000_000, minimum=1)
+CHAT_UPLOADS_MAX_BYTES = env_int("OPENPROGRAM_UPLOADS_MAX_BYTES", 200_000_000, minimum=1)
+# Any HTTP request body, refused (413) while it arrives, before it reaches the disk
+# (openprogram_site/http_limits.py). Room for one attachment plus its multipart framing.
+MAX_REQUEST_BYTES = env_int(
+    "OPENPROGRAM_MAX_REQUEST_BYTES", CHAT_ATTACHMENT_MAX_BYTES + 1_000_000, minimum=1024
+)
 # Turn starts per user (chat_app/turn_limits.py): per minute, and running at once; 0 = off.
 OPENPROGRAM_TURNS_PER_MINUTE = env_int("OPENPROGRAM_TURNS_PER_MINUTE", 30, minimum=0)
 OPENPROGRAM_MAX_CONCURRENT_TURNS = env_int("OPENPROGRAM_MAX_CONCURRENT_TURNS", 4, minimum=0)

@@ -13,3 +13,7 @@ os.environ["OPENPROGRAM_HOME"] = tempfile.mkdtemp(prefix="openprogram-test-")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from openprogram_site.settings import *  # noqa: F403
+
+# pytest-django drops the test database at the end, which PostgreSQL refuses while a
+# database thread (Channels', chat_app.db_batch's) still holds a kept-open connection.
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

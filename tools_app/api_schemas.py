@@ -63,6 +63,8 @@ class ToolOut(Schema):
     toolsets: list[str]
     deferred: bool
     requires_approval: bool
+    hints: dict[str, bool] = {}
+    """An MCP server's annotations: read_only, destructive, open_world (hints, untrusted)."""
     present: bool
     disabled: bool
     disabled_reason: str
@@ -79,7 +81,8 @@ class ToolDetailOut(ToolOut):
     explain: dict[str, Any] | None
     schema_tokens: int | None
     """Prompt tokens this tool's schema costs when shipped in full."""
-    """This tool's entry of the explain trace: layer and reason when not offered."""
+    """This tool's entry of the explain trace: layer and reason when not offered, and
+    ``words``, that reason for people (``openprogram.programs.explain_words``)."""
 
 
 class ToolDisableIn(BodySchema):
@@ -156,6 +159,8 @@ class ResolveOut(Schema):
     tools: list[str]
     deferred: list[str]
     explain: list[dict[str, Any]]
+    """One row per registered tool; a row not offered has ``layer``, ``reason`` and
+    ``words`` (the reason for people)."""
     warnings: list[str]
     cost: CostOut
 

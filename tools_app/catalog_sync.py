@@ -43,6 +43,7 @@ MIRRORED_FIELDS = (
     "deferred",
     "requires_approval",
     "exposed",
+    "hints",
     "parameters",
 )
 _lock = threading.Lock()
@@ -66,6 +67,8 @@ def _mirror(tool: AgentTool) -> dict[str, Any]:
         # A callable means "sometimes": the catalog shows that approval may be asked.
         "requires_approval": bool(tool.requires_approval),
         "exposed": bool(tool.expose),
+        # MCP annotations, as read by openprogram.mcp.tool (hints only ever restrict).
+        "hints": {k: bool(v) for k, v in (getattr(tool, "hints", None) or {}).items()},
         "parameters": tool.parameters or {},
     }
 

@@ -87,9 +87,25 @@ class MCPServerAdmin(admin.ModelAdmin):
     readonly_fields = ("live_status", "approved_fingerprints", "created", "updated")
     actions = ("enable_servers", "disable_servers", "approve_tool_definitions")
     fieldsets = (
-        (None, {"fields": ("name", "transport", "enabled", "always_load", "timeout_seconds")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "transport",
+                    "enabled",
+                    "expose",
+                    "always_load",
+                    "timeout_seconds",
+                )
+            },
+        ),
         ("stdio", {"fields": ("command", "args", "env")}),
         ("streamable HTTP", {"fields": ("url", "headers")}),
+        (
+            "Per-user accounts (OAuth)",
+            {"fields": ("per_user_auth", "oauth_client_id", "oauth_client_secret", "oauth_scope")},
+        ),
         ("Tools", {"fields": ("allow_tools", "deny_tools", "destructive_without_approval")}),
         ("Status", {"fields": ("live_status", "approved_fingerprints", "created", "updated")}),
     )

@@ -38,6 +38,11 @@ class MCPServer(models.Model):
         default=False,
         help_text="Ship this server's tool schemas in every request instead of deferring them.",
     )
+    expose = models.BooleanField(
+        default=True,
+        help_text="Offer this server's tools to models. Off: they stay registered (catalog, "
+        "scripts) but no model is ever offered them.",
+    )
     allow_tools = models.JSONField(
         default=list, blank=True, help_text="Only these tool names (empty: all)."
     )
@@ -46,6 +51,26 @@ class MCPServer(models.Model):
     destructive_without_approval = models.BooleanField(
         default=False,
         help_text="Let tools the server marks destructive (destructiveHint) run without asking.",
+    )
+    per_user_auth = models.BooleanField(
+        "each user connects their own account",
+        default=False,
+        help_text="OAuth: every user connects their own account on the Programs page; "
+        "the tools are offered only to users who did (HTTP servers only).",
+    )
+    oauth_client_id = models.CharField(
+        max_length=300,
+        blank=True,
+        default="",
+        help_text="A client registered with the server's provider by hand "
+        "(empty: register dynamically).",
+    )
+    oauth_client_secret = models.CharField(max_length=300, blank=True, default="")
+    oauth_scope = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="Scopes to ask for (empty: what the server asks for).",
     )
     approved_fingerprints = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
@@ -77,6 +102,10 @@ class MCPServer(models.Model):
             value = getattr(self, field_name)
             if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
                 errors[field_name] = f"{field_name} must be a JSON list of tool names."
+        if self.per_user_auth and self.transport != self.Transport.HTTP:
+            errors["per_user_auth"] = "Only an HTTP server can have per-user accounts."
+        if self.oauth_client_secret and not self.oauth_client_id:
+            errors["oauth_client_secret"] = "A client secret needs its client ID."
         if self.timeout_seconds is not None and self.timeout_seconds <= 0:
             errors["timeout_seconds"] = "The timeout must be positive."
         if errors:

@@ -24,10 +24,12 @@ from openprogram.mcp import (
     MCPServerConfig,
     get_mcp_manager,
     parse_mcp_servers_json,
+    shutdown_mcp_accounts,
     shutdown_mcp_manager,
 )
 from openprogram_site.api_errors import UnprocessableError
 from tools_app.mcp_models import MCPServer
+from tools_app.mcp_oauth_services import mcp_accounts_forget_server, mcp_accounts_sync_server
 
 __all__ = [
     "mcp_manager_is_live",
@@ -68,6 +70,7 @@ def mcp_server_config(*, server: MCPServer) -> MCPServerConfig:
             headers=server.headers or {},
             enabled=server.enabled,
             always_load=server.always_load,
+            expose=server.expose,
             allow_tools=server.allow_tools or (),
             deny_tools=server.deny_tools or (),
             timeout=server.timeout_seconds,
@@ -91,7 +94,19 @@ def mcp_server_sync(*, server: MCPServer) -> None:
     except UnprocessableError as exc:
         logger.error("MCP server %r not started: %s", server.name, exc.message)
         return
-    _manager().update(config)
+    _route(server, config)
+
+
+def _route(server: MCPServer, config: MCPServerConfig) -> None:
+    """A per-user server runs one session per connected user; any other, one shared session."""
+    manager = _manager()
+    if server.per_user_auth and server.transport == MCPServer.Transport.HTTP:
+        if server.name in manager.names():
+            manager.remove(server.name)
+        mcp_accounts_sync_server(server=server, config=config)
+    else:
+        mcp_accounts_forget_server(name=server.name)
+        manager.update(config)
 
 
 def mcp_server_forget(*, name: str) -> None:
@@ -101,6 +116,7 @@ def mcp_server_forget(*, name: str) -> None:
     manager = _manager()
     if name in manager.names():
         manager.remove(name)
+    mcp_accounts_forget_server(name=name)
 
 
 def mcp_server_set_enabled(*, server: MCPServer, enabled: bool) -> MCPServer:
@@ -147,6 +163,7 @@ def mcp_servers_import(*, data: str | bytes | Mapping[str, Any]) -> list[MCPServ
                 "headers": dict(config.headers),
                 "enabled": config.enabled,
                 "always_load": config.always_load,
+                "expose": config.expose,
                 "allow_tools": list(config.allow_tools),
                 "deny_tools": list(config.deny_tools),
                 "timeout_seconds": config.timeout,
@@ -174,6 +191,7 @@ def mcp_servers_stop() -> None:
     """Disconnect every server and stop mirroring rows (tests; exit does it via atexit)."""
     _live.clear()
     shutdown_mcp_manager()
+    shutdown_mcp_accounts()
 
 
 def _start_stored_servers() -> None:
@@ -184,12 +202,15 @@ def _start_stored_servers() -> None:
         return
     finally:
         close_old_connections()
-    manager = _manager()
     for row in rows:
         try:
-            manager.update(mcp_server_config(server=row))
+            _route(row, mcp_server_config(server=row))
         except UnprocessableError as exc:
             logger.error("MCP server %r not started: %s", row.name, exc.message)
+        except DatabaseError as exc:
+            logger.warning("MCP server %r not started: %s", row.name, exc)
+        finally:
+            close_old_connections()
 
 
 _FINGERPRINT_WRITE_ATTEMPTS = 5

@@ -56,6 +56,11 @@ class Tool(models.Model):
     deferred = models.BooleanField(default=False)
     requires_approval = models.BooleanField(default=False)
     exposed = models.BooleanField(default=True)
+    hints = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What an MCP server says of the tool (read_only, destructive, open_world).",
+    )
     parameters = models.JSONField(default=dict, blank=True)
     present = models.BooleanField(
         default=True, help_text="Registered in this server process right now."
@@ -146,4 +151,5 @@ class AgentProfile(models.Model):
         return f"{self.name} ({self.owner})"
 
 
+from tools_app.mcp_account_models import MCPAccount  # noqa: E402, F401
 from tools_app.mcp_models import MCPServer  # noqa: E402, F401

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from openprogram.programs.explain_words import plain_reason
 from tools_app import selectors
 from tools_app.models import DEFAULT_PROFILE, Tool
 from tools_app.resolution import ProfileCost, profile_cost
@@ -21,9 +22,11 @@ __all__ = [
     "catalog_entries",
     "catalog_payload",
     "decision_for",
+    "offer_gap",
     "profile_detail",
     "resolve_payload",
     "tool_detail",
+    "with_words",
 ]
 
 CatalogState = Literal["enabled", "disabled", "missing", "unavailable", "deferred"]
@@ -35,9 +38,43 @@ class CatalogEntry:
     unavailable_reason: str | None
     """Layer-4 reason from the explain trace (missing key, server down...)."""
 
+    @property
+    def unavailable_words(self) -> str:
+        return plain_reason("L4", self.unavailable_reason) if self.unavailable_reason else ""
+
 
 def decision_for(explain: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    return next((entry for entry in explain if entry.get("name") == name), None)
+    entry = next((entry for entry in explain if entry.get("name") == name), None)
+    return with_words(entry) if entry is not None else None
+
+
+def with_words(entry: dict[str, Any]) -> dict[str, Any]:
+    """An explain row plus ``words``: its reason for people (the layer code stays beside)."""
+    words = "" if entry.get("offered") else plain_reason(entry.get("layer"), entry["reason"])
+    return {**entry, "words": words}
+
+
+def offer_gap(*, profile_tools: list[str], resolved: dict[str, Any]) -> dict[str, Any]:
+    """Why "Tools offered" differs from the profile's count, tool by tool.
+
+    ``held_back``: tools in the profile a turn is not offered, each with its reason
+    (``resolve_payload`` rows, which carry ``words``);
+    ``added``: tools offered that the profile does not list (``tool_search``, which
+    layer 6 adds whenever an offered tool loads on demand).
+    """
+    listed = set(profile_tools)
+    offered = resolved["tools"]
+    held_back = [
+        entry for entry in resolved["explain"] if entry["name"] in listed and not entry["offered"]
+    ]
+    added = [name for name in offered if name not in listed]
+    return {
+        "listed": len(profile_tools),
+        "offered": len(offered),
+        "held_back": held_back,
+        "added": added,
+        "differs": bool(held_back or added),
+    }
 
 
 def _unavailable_reasons(owner: AbstractBaseUser) -> dict[str, str]:
@@ -80,6 +117,7 @@ def _tool_fields(row: Tool) -> dict[str, Any]:
         "toolsets": row.toolsets,
         "deferred": row.deferred,
         "requires_approval": row.requires_approval,
+        "hints": row.hints,
         "present": row.present,
         "disabled": row.disabled,
         "disabled_reason": row.disabled_reason,
@@ -155,11 +193,14 @@ def resolve_payload(
         agent_profile_id=agent_profile_id,
         plan_mode=plan_mode,
     )
+    explain = resolution.explain()  # fresh copies: adding "words" changes no shared row
+    for entry in explain:
+        entry["words"] = "" if entry["offered"] else plain_reason(entry["layer"], entry["reason"])
     return {
         "profile": profile,
         "tools": list(resolution.names),
         "deferred": [tool.name for tool in resolution.tools if tool.defer],
-        "explain": resolution.explain(),
+        "explain": explain,
         "warnings": list(resolution.warnings),
         "cost": _cost_dict(profile_cost(resolution.tools)),
     }

@@ -68,7 +68,7 @@ def resolve_inputs(
         toolset=inputs["toolset"],
         allow=inputs["allow"],
         deny=inputs["deny"],
-        disabled=set(inputs["disabled"]),
+        disabled=inputs["disabled"],
         named_profiles=inputs["named_profiles"],
         tools_on=tools_on,
         web_search_on=web_search_on,

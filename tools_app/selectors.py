@@ -35,6 +35,7 @@ __all__ = [
     "can_use_context_for",
     "exposed_tool_names",
     "globally_disabled_names",
+    "globally_disabled_reasons",
     "profile_get",
     "profile_list",
     "profile_names",
@@ -77,6 +78,11 @@ def exposed_tool_names() -> list[str]:
 
 def globally_disabled_names() -> set[str]:
     return set(Tool.objects.filter(disabled=True).values_list("name", flat=True))
+
+
+def globally_disabled_reasons() -> dict[str, str]:
+    """Globally disabled names → the admin's reason, which the explain trace carries."""
+    return dict(Tool.objects.filter(disabled=True).values_list("name", "disabled_reason"))
 
 
 def active_profile_name(*, owner: AbstractBaseUser) -> str:
@@ -249,7 +255,7 @@ def turn_resolution_inputs(
         "toolset": None,
         "allow": None,
         "deny": None,
-        "disabled": globally_disabled_names(),
+        "disabled": globally_disabled_reasons(),
         "system_prompt": None,
         "model": None,
         "named_profiles": named_profiles,

@@ -36,6 +36,7 @@ __all__ = [
     "api_token_revoke",
     "profile_activate",
     "profile_add_tool",
+    "profile_add_tools",
     "profile_create",
     "profile_delete",
     "profile_duplicate",
@@ -175,12 +176,23 @@ def profile_set_tools(*, owner: AbstractBaseUser, name: str, tools: Iterable[str
 @transaction.atomic
 def profile_add_tool(*, owner: AbstractBaseUser, name: str, tool: str) -> ToolProfile:
     """Add a registered tool (missing names can only come back through import)."""
+    return profile_add_tools(owner=owner, name=name, tools=[tool])
+
+
+@transaction.atomic
+def profile_add_tools(*, owner: AbstractBaseUser, name: str, tools: Iterable[str]) -> ToolProfile:
+    """Add several registered tools at once: all of them or, on a bad name, none."""
+    wanted = tool_names_validate(list(tools))
+    if not wanted:
+        raise UnprocessableError("Choose at least one tool to add.")
     row = _editable(owner, name)
-    if tool not in exposed_tool_names():
-        raise NotFoundError(f"No registered tool named {tool!r}.")
-    if tool in row.tools:
-        raise ConflictError(f"Tool {tool!r} is already in profile {name!r}.")
-    row.tools = [*row.tools, tool]
+    unknown = [tool for tool in wanted if tool not in exposed_tool_names()]
+    if unknown:
+        raise NotFoundError(f"No registered tool named {', '.join(map(repr, unknown))}.")
+    present = [tool for tool in wanted if tool in row.tools]
+    if present:
+        raise ConflictError(f"Tools already in profile {name!r}: {', '.join(map(repr, present))}.")
+    row.tools = [*row.tools, *wanted]
     row.save(update_fields=["tools", "updated_at"])
     return row
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tools_app import agent_profile_views, views
+from tools_app import agent_profile_views, mcp_account_views, views
 
 app_name = "tools"
 
@@ -23,6 +23,17 @@ urlpatterns = [
         name="profile-remove-tool",
     ),
     path("agents/", agent_profile_views.agent_profiles_page, name="agents"),
+    path(
+        "mcp/<str:name>/connect/",
+        mcp_account_views.mcp_account_connect,
+        name="mcp-account-connect",
+    ),
+    path(
+        "mcp/<str:name>/disconnect/",
+        mcp_account_views.mcp_account_disconnect_view,
+        name="mcp-account-disconnect",
+    ),
+    path("mcp/oauth/callback/", mcp_account_views.mcp_oauth_callback, name="mcp-oauth-callback"),
     path("agents/new/", agent_profile_views.agent_profile_save, name="agent-create"),
     path("agents/<int:pk>/", agent_profile_views.agent_profile_save, name="agent-save"),
     path("agents/<int:pk>/delete/", agent_profile_views.agent_profile_delete, name="agent-delete"),

@@ -69,6 +69,7 @@ def _area_context(
         "profile": detail,
         "selected": selected,
         "resolved": resolved,
+        "gap": presenters.offer_gap(profile_tools=detail["tools"], resolved=resolved),
         # expose=False helpers (L2) are internals no user picks; the API keeps the full trace.
         "not_offered": [e for e in resolved["explain"] if not e["offered"] and e["layer"] != "L2"],
         "addable": sorted(name for name in exposed if name not in in_profile),
@@ -95,8 +96,9 @@ def _area(
     )
     if changed:
         response["HX-Push-Url"] = _page_url(selected)
-    # The catalog marks what the selected profile holds; it refreshes on this event.
-    response["HX-Trigger"] = _PROFILE_CHANGED
+    # The catalog's badges and the open tool's details follow the selected profile; they
+    # refresh on this event, after the swap so they read the new profile's hidden input.
+    response["HX-Trigger-After-Swap"] = _PROFILE_CHANGED
     return response
 
 
@@ -258,9 +260,10 @@ def profile_add_tool(request: HttpRequest, name: str) -> HttpResponse:
         request,
         _selected(request, name),
         "add",
+        # Several checkboxes named "tool": add every ticked one at once.
         lambda: (
-            services.profile_add_tool(
-                owner=request.user, name=name, tool=request.POST.get("tool", "")
+            services.profile_add_tools(
+                owner=request.user, name=name, tools=request.POST.getlist("tool")
             ).name
         ),
     )

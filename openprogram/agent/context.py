@@ -36,6 +36,8 @@ class TurnContext:
     model: str | None = None
     approval_hook: Callable[[ApprovalRequest], Awaitable[ApprovalDecision]] | None = None
     question_hook: Callable[[QuestionRequest], Awaitable[str]] | None = None
+    elicitation_hook: Callable[[Any], Awaitable[Any]] | None = None
+    """Asks the person to fill a form or open a link (see ``openprogram.agent.elicitation``)."""
     emit: Callable[[Any], Awaitable[None]] | None = None
     """Sends a framework event (e.g. a todo update) to whoever runs the turn."""
     state: dict[str, Any] = field(default_factory=dict)

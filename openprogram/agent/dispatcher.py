@@ -19,6 +19,7 @@ from typing import Any
 
 from openprogram.agent.approvals import approval_hook_for_turn, question_hook_for_turn
 from openprogram.agent.context import TurnContext, current_turn
+from openprogram.agent.elicitation import elicitation_hook_for_turn
 from openprogram.agent.events import (
     Event,
     ToolsResolved,
@@ -144,6 +145,12 @@ async def _run_turn(
             ),
             question_hook=question_hook_for_turn(
                 host_hook=request.question_hook,
+                attended=request.attended,
+                emit=emit,
+                timeout=request.approval_timeout,
+            ),
+            elicitation_hook=elicitation_hook_for_turn(
+                host_hook=request.elicitation_hook,
                 attended=request.attended,
                 emit=emit,
                 timeout=request.approval_timeout,

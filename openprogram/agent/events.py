@@ -181,8 +181,8 @@ class TurnRequest:
     """Layer 2b/3: a preset or named profile (from an agent profile's tools.toolset)."""
     allow: list[str] | None = None
     deny: list[str] | None = None
-    disabled: set[str] = field(default_factory=set)
-    """Layer 5: globally disabled tool names."""
+    disabled: set[str] | dict[str, str] = field(default_factory=set)
+    """Layer 5: globally disabled tool names (or names → the admin's reason, for the trace)."""
     tools_on: bool = True
     web_search_on: bool = True
     plan_mode: bool = False
@@ -193,6 +193,8 @@ class TurnRequest:
     state: dict[str, Any] = field(default_factory=dict)
     approval_hook: Callable[[ApprovalRequest], Awaitable[ApprovalDecision]] | None = None
     question_hook: Callable[[QuestionRequest], Awaitable[str]] | None = None
+    elicitation_hook: Callable[[Any], Awaitable[Any]] | None = None
+    """Answers a tool's form or link request (``openprogram.agent.elicitation``)."""
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     max_steps: int = 25
     approval_timeout: float = 300.0

@@ -8,6 +8,7 @@ host application (the web app) feeds; tests build their own.
 
 from __future__ import annotations
 
+from openprogram.mcp.accounts import MCPAccounts
 from openprogram.mcp.config import (
     MCPConfigError,
     MCPServerConfig,
@@ -24,12 +25,18 @@ from openprogram.mcp.errors import (
 )
 from openprogram.mcp.fingerprints import changed_tools, tool_fingerprint
 from openprogram.mcp.manager import FingerprintListener, MCPManager
-from openprogram.mcp.process import get_mcp_manager, shutdown_mcp_manager
+from openprogram.mcp.process import (
+    get_mcp_accounts,
+    get_mcp_manager,
+    shutdown_mcp_accounts,
+    shutdown_mcp_manager,
+)
 from openprogram.mcp.tool import MCPTool, mcp_tool_name
 
 __all__ = [
     "Backoff",
     "FingerprintListener",
+    "MCPAccounts",
     "MCPCallError",
     "MCPCallTimeoutError",
     "MCPConfigError",
@@ -42,9 +49,11 @@ __all__ = [
     "MCPUnknownServerError",
     "ServerState",
     "changed_tools",
+    "get_mcp_accounts",
     "get_mcp_manager",
     "mcp_tool_name",
     "parse_mcp_servers_json",
+    "shutdown_mcp_accounts",
     "shutdown_mcp_manager",
     "tool_fingerprint",
 ]

@@ -41,6 +41,7 @@ _KNOWN_KEYS = {
     "allowTools",
     "denyTools",
     "timeout",
+    "expose",
 }
 
 
@@ -92,6 +93,9 @@ class MCPServerConfig:
     approved_fingerprints: dict[str, str] = field(default_factory=dict)
     destructive_without_approval: bool = False
     """Operator's override: tools the server marks ``destructiveHint`` run without asking."""
+    expose: bool = True
+    """False: the tools register (the catalog, scripts and explain see them) but are never
+    offered to a model: the spec's ``expose=False`` (layer 2) for a whole server."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -181,7 +185,12 @@ def _entry_to_config(name: str, entry: Any) -> MCPServerConfig:
     else:
         raise MCPConfigError(f"MCP server {name!r}: needs a command (stdio) or a url (http)")
     enabled = entry.get("enabled", not entry.get("disabled", False))
-    for flag_name, flag in (("enabled/disabled", enabled), ("alwaysLoad", entry.get("alwaysLoad"))):
+    flags = (
+        ("enabled/disabled", enabled),
+        ("alwaysLoad", entry.get("alwaysLoad")),
+        ("expose", entry.get("expose")),
+    )
+    for flag_name, flag in flags:
         if flag is not None and not isinstance(flag, bool):
             raise MCPConfigError(f"MCP server {name!r}: {flag_name} must be true or false")
     command = entry.get("command", "")
@@ -201,6 +210,7 @@ def _entry_to_config(name: str, entry: Any) -> MCPServerConfig:
         allow_tools=entry.get("allowTools", ()),
         deny_tools=entry.get("denyTools", ()),
         timeout=entry.get("timeout", 60.0),
+        expose=entry.get("expose", True),
     )
 
 
@@ -209,7 +219,8 @@ def parse_mcp_servers_json(data: str | bytes | Mapping[str, Any]) -> list[MCPSer
 
     Each entry is ``{"command", "args", "env"}`` (stdio) or ``{"url", "headers"}``
     (streamable HTTP), optionally with ``"type"``, ``"disabled"`` and our
-    extensions ``"alwaysLoad"``, ``"allowTools"``, ``"denyTools"``, ``"timeout"``.
+    extensions ``"alwaysLoad"``, ``"allowTools"``, ``"denyTools"``, ``"timeout"``,
+    ``"expose"``.
     A top-level ``"servers"`` key (VS Code) is accepted too. Raises
     :class:`MCPConfigError` naming the first bad server and field.
     """

@@ -16,22 +16,28 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TypeVar
 
 import anyio
+import httpx2
 import mcp_types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from openprogram.mcp.calls import CallsInFlight
+from openprogram.mcp.catalog import MCPPrompt, MCPResource, list_prompts, list_resources
+from openprogram.mcp.changes import follow_list_changes_for_session
 from openprogram.mcp.config import MCPServerConfig
+from openprogram.mcp.elicitation import CallElicitor
 from openprogram.mcp.errors import (
     MCPCallTimeoutError,
     MCPProtocolError,
     MCPServerUnavailableError,
 )
+from openprogram.mcp.oauth import connect_deadline
 from openprogram.mcp.tool import ProgressFn
 
 __all__ = ["Backoff", "ServerConnection", "ServerState"]
@@ -39,6 +45,8 @@ __all__ = ["Backoff", "ServerConnection", "ServerState"]
 logger = logging.getLogger(__name__)
 
 ServerState = Literal["connecting", "ready", "failed", "stopped"]
+T = TypeVar("T")
+CatalogListener = Callable[["ServerConnection", list[MCPPrompt], list[MCPResource]], None]
 
 _CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK uses for a dead transport
 _STDERR_TAIL_CHARS = 400
@@ -135,12 +143,22 @@ class ServerConnection:
         health_interval: float,
         on_state: Callable[[ServerConnection], None],
         on_tools: Callable[[ServerConnection, list[mcp_types.Tool]], None],
+        auth: httpx2.Auth | None = None,
+        on_catalog: CatalogListener | None = None,
     ) -> None:
+        """``auth``: sign HTTP requests (an OAuth provider from :mod:`openprogram.mcp.oauth`).
+
+        ``on_catalog`` gets the server's prompts and resources after connecting and
+        whenever the server says either list changed.
+        """
         self.config = config
+        self._auth = auth
         self._health_interval = health_interval
         self.state: ServerState = "stopped"
         self.error: str | None = None
         self.retries = 0
+        self.protocol_version: str | None = None
+        """The revision the live session negotiated (None while not connected)."""
         self.last_change = time.time()
         self._backoff = backoff
         self._on_state = on_state
@@ -149,7 +167,10 @@ class ServerConnection:
         self._stop = asyncio.Event()
         self._lost = asyncio.Event()
         self._tools_changed = asyncio.Event()
+        self._catalog_changed = asyncio.Event()
+        self._on_catalog = on_catalog
         self._task: asyncio.Task[None] | None = None
+        self._calls = CallsInFlight()
 
     @property
     def name(self) -> str:
@@ -198,6 +219,7 @@ class ServerConnection:
                 self._set_state("failed", message)
             finally:
                 self._client = None
+                self.protocol_version = None
                 stderr.close_writer()
             if self._stop.is_set():
                 break
@@ -212,31 +234,53 @@ class ServerConnection:
         self._lost.clear()
         self._tools_changed.clear()
         async with AsyncExitStack() as stack:
-            async with asyncio.timeout(self.config.timeout):
-                client = await stack.enter_async_context(
-                    Client(
-                        self._transport(stderr),
-                        mode="legacy",
-                        cache=None,
-                        message_handler=self._on_message,
+            # The OAuth flow (if any) runs inside this and stops the clock while the user
+            # is at the provider's consent page (openprogram.mcp.oauth.connect_deadline).
+            async with asyncio.timeout(self.config.timeout) as deadline:
+                with connect_deadline(deadline):
+                    client = await stack.enter_async_context(
+                        Client(
+                            self._transport(stderr),
+                            # 2026-07-28 where the server speaks it (server/discover), else the
+                            # initialize handshake of older servers.
+                            mode="auto",
+                            cache=None,
+                            message_handler=self._on_message,
+                            elicitation_callback=self._on_elicitation,
+                        )
                     )
-                )
-                await self._list_tools(client)
+                    await self._list_tools(client)
+                    await self._list_catalog(client)
             self._client = client
+            self.protocol_version = client.protocol_version
+            follow_list_changes_for_session(
+                stack,
+                client,
+                server=self.name,
+                tools_changed=self._tools_changed.set,
+                catalog_changed=self._catalog_changed.set,
+                pause=self._health_interval,
+            )
             self._set_state("ready", None)
             while True:
                 # Re-listing on a quiet interval doubles as a health check: an HTTP
                 # server that went away (no stream ends) or a hung one is noticed.
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._health_interval):
-                        await _first_set(self._stop, self._lost, self._tools_changed)
+                        await _first_set(
+                            self._stop, self._lost, self._tools_changed, self._catalog_changed
+                        )
                 if self._stop.is_set():
                     return
                 if self._lost.is_set():
                     raise _ConnectionLost("the server closed the connection")
+                catalog_changed = self._catalog_changed.is_set()
                 self._tools_changed.clear()
+                self._catalog_changed.clear()
                 async with asyncio.timeout(self.config.timeout):
                     await self._list_tools(client)
+                    if catalog_changed:
+                        await self._list_catalog(client)
 
     @asynccontextmanager
     async def _transport(self, stderr: _StderrTail) -> AsyncIterator[tuple[Any, Any]]:
@@ -254,11 +298,11 @@ class ServerConnection:
             finally:
                 stderr.close_writer()
         else:
-            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             http = httpx2.AsyncClient(
                 headers=self.config.headers,
+                auth=self._auth,
                 timeout=httpx2.Timeout(self.config.timeout, read=max(300.0, self.config.timeout)),
             )
             async with http, streamable_http_client(self.config.url, http_client=http) as streams:
@@ -268,8 +312,22 @@ class ServerConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._tools_changed.set()
+        elif isinstance(
+            message,
+            mcp_types.PromptListChangedNotification | mcp_types.ResourceListChangedNotification,
+        ):
+            self._catalog_changed.set()
         elif isinstance(message, Exception):
             logger.debug("MCP server %r transport reported %r", self.name, message)
+
+    async def _on_elicitation(self, context: Any, params: Any) -> Any:
+        return await self._calls.elicit(params, server=self.name)
+
+    async def _list_catalog(self, client: Client) -> None:
+        if self._on_catalog is not None:
+            prompts = await list_prompts(client, self.name)
+            resources = await list_resources(client, self.name)
+            self._on_catalog(self, prompts, resources)
 
     async def _list_tools(self, client: Client) -> None:
         tools: list[mcp_types.Tool] = []
@@ -282,6 +340,13 @@ class ServerConnection:
                 break
         self._on_tools(self, tools)
 
+    def _live_client(self) -> Client:
+        client = self._client
+        if self.state != "ready" or client is None:
+            reason = f": {self.error}" if self.error else f" (it is {self.state})"
+            raise MCPServerUnavailableError(f"MCP server {self.name!r} is not connected{reason}")
+        return client
+
     async def call(
         self,
         tool: str,
@@ -289,28 +354,51 @@ class ServerConnection:
         *,
         timeout: float | None,
         on_progress: ProgressFn | None,
+        elicitor: CallElicitor | None = None,
     ) -> mcp_types.CallToolResult:
-        client = self._client
-        if self.state != "ready" or client is None:
-            reason = f": {self.error}" if self.error else f" (it is {self.state})"
-            raise MCPServerUnavailableError(f"MCP server {self.name!r} is not connected{reason}")
+        client = self._live_client()
         budget = timeout if timeout is not None else self.config.timeout
-        try:
-            async with asyncio.timeout(budget):
+        with (
+            self._calls.track(elicitor) as in_flight,
+            self._mapped_errors(f"MCP tool {tool!r}", tool, budget),
+        ):
+            async with asyncio.timeout(budget) as deadline:
+                in_flight.deadline = deadline
                 return await client.call_tool(tool, args, progress_callback=on_progress)
+
+    async def request(self, what: str, send: Callable[[Client], Awaitable[T]]) -> T:
+        """One other request on the live session (a prompt, a resource), errors mapped."""
+        client = self._live_client()
+        with self._mapped_errors(what, what, self.config.timeout):
+            async with asyncio.timeout(self.config.timeout):
+                return await send(client)
+
+    @contextlib.contextmanager
+    def _mapped_errors(self, what: str, target: str, budget: float) -> Iterator[None]:
+        """Turn the SDK's failures into :mod:`openprogram.mcp.errors` with the server's name."""
+        try:
+            yield
         except TimeoutError as exc:
             raise MCPCallTimeoutError(
-                f"MCP tool {tool!r} on server {self.name!r} timed out after {budget:g}s"
+                f"{what} on server {self.name!r} timed out after {budget:g}s"
             ) from exc
         except MCPError as exc:
             if exc.code == _CONNECTION_CLOSED:
                 self._lost.set()
                 raise MCPServerUnavailableError(
                     f"MCP server {self.name!r} is not connected: the connection closed during "
-                    f"the call to {tool!r}"
+                    f"the call to {target!r}"
                 ) from exc
             raise MCPProtocolError(
-                f"MCP server {self.name!r} returned an error for {tool!r}: {exc}"
+                f"MCP server {self.name!r} returned an error for {target!r}: {exc}"
+            ) from exc
+        except RuntimeError as exc:
+            # The SDK's own checks of the answer: structured content that breaks the
+            # tool's output schema, or a result shape this client did not ask for.
+            first_line = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
+            raise MCPProtocolError(
+                f"MCP server {self.name!r} returned an invalid result for {target!r}: "
+                f"{first_line or type(exc).__name__}"
             ) from exc
         except OSError as exc:
             self._lost.set()

@@ -24,18 +24,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+import httpx2
 import mcp_types
 
+from openprogram.mcp.catalog import MCPPrompt, MCPResource
 from openprogram.mcp.config import MCPServerConfig
 from openprogram.mcp.connection import Backoff, ServerConnection, ServerState
-from openprogram.mcp.errors import MCPServerUnavailableError, MCPUnknownServerError
+from openprogram.mcp.elicitation import CallElicitor
+from openprogram.mcp.errors import (
+    MCPServerUnavailableError,
+    MCPUnknownServerError,
+)
 from openprogram.mcp.fingerprints import changed_tools, tool_fingerprint
+from openprogram.mcp.manager_catalog import ServerCatalogs
 from openprogram.mcp.tool import MCPTool, ProgressFn
 from openprogram.programs import registry
 
-__all__ = ["FingerprintListener", "MCPManager"]
+__all__ = ["AuthFactory", "FingerprintListener", "MCPManager"]
 
 logger = logging.getLogger(__name__)
+
+AuthFactory = Callable[[MCPServerConfig], "httpx2.Auth | None"]
+"""Gives the request signer (OAuth) for an HTTP server's next connection, or ``None``."""
 
 FingerprintListener = Callable[[str, dict[str, str]], None]
 """Called (in a worker thread) with ``(server, fingerprints)`` when a first listing is trusted."""
@@ -53,9 +63,11 @@ class _ServerEntry:
         self.fingerprints: dict[str, str] = {}
         self.approved: dict[str, str] = dict(config.approved_fingerprints)
         self.listed: list[mcp_types.Tool] = []
+        self.prompts: list[MCPPrompt] = []
+        self.resources: list[MCPResource] = []
 
 
-class MCPManager:
+class MCPManager(ServerCatalogs):
     """Connects configured MCP servers and keeps their tools in the registry."""
 
     def __init__(
@@ -64,13 +76,20 @@ class MCPManager:
         backoff: Backoff | None = None,
         health_interval: float = 30.0,
         on_fingerprints_approved: FingerprintListener | None = None,
+        auth_for: AuthFactory | None = None,
     ) -> None:
-        """``health_interval``: seconds of quiet after which a ready server is re-listed."""
+        """``health_interval``: seconds of quiet after which a ready server is re-listed.
+
+        ``auth_for(config)`` gives an HTTP server's request signer (an OAuth provider
+        from :func:`openprogram.mcp.oauth.oauth_auth`) or ``None``; it is asked once per
+        connection, so a reconnect picks up a changed one.
+        """
         if health_interval <= 0:
             raise ValueError(f"health_interval must be positive, got {health_interval!r}")
         self._backoff = backoff or Backoff()
         self._health_interval = health_interval
         self._on_fingerprints_approved = on_fingerprints_approved
+        self._auth_for = auth_for
         self._servers: dict[str, _ServerEntry] = {}
         self._retiring: set[ServerConnection] = set()
         """Connections being stopped; shutdown waits for them so no child outlives the loop."""
@@ -131,7 +150,7 @@ class MCPManager:
     # --- status (any thread) ----------------------------------------------------------
 
     def status(self, name: str) -> dict[str, Any]:
-        """``{state, error, tools, last_change, retries, changed_tools, ...}`` for one server."""
+        """``{state, error, tools, last_change, retries, protocol_version, ...}`` for one server."""
         with self._lock:
             entry = self._servers.get(name)
             if entry is None:
@@ -147,8 +166,11 @@ class MCPManager:
                 "tools": sorted(entry.registered),
                 "last_change": connection.last_change if connection is not None else None,
                 "retries": connection.retries if connection is not None else 0,
+                "protocol_version": connection.protocol_version if connection else None,
                 "changed_tools": changed_tools(approved=entry.approved, current=entry.fingerprints),
                 "fingerprints": dict(entry.fingerprints),
+                "prompts": sorted(p.name for p in entry.prompts),
+                "resources": sorted(r.uri for r in entry.resources),
             }
 
     def statuses(self) -> dict[str, dict[str, Any]]:
@@ -203,6 +225,7 @@ class MCPManager:
         *,
         timeout: float | None = None,
         on_progress: ProgressFn | None = None,
+        elicitor: CallElicitor | None = None,
     ) -> mcp_types.CallToolResult:
         """Call ``tool`` (the server's own name) and return the raw MCP result.
 
@@ -219,7 +242,9 @@ class MCPManager:
             raise MCPServerUnavailableError(
                 f"MCP server {server!r} is not connected (disabled or reconnecting)"
             )
-        work = connection.call(tool, args, timeout=timeout, on_progress=on_progress)
+        work = connection.call(
+            tool, args, timeout=timeout, on_progress=on_progress, elicitor=elicitor
+        )
         if _running_loop() is self._loop:
             return await work
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
@@ -308,6 +333,8 @@ class MCPManager:
             health_interval=self._health_interval,
             on_state=self._connection_state_changed,
             on_tools=self._connection_listed_tools,
+            on_catalog=self._connection_listed_catalog,
+            auth=self._auth_for(config) if self._auth_for and config.transport == "http" else None,
         )
 
     def _connection_state_changed(self, connection: ServerConnection) -> None:
@@ -354,17 +381,7 @@ class MCPManager:
         for listed in entry.listed:
             if not config.allows(listed.name):
                 continue
-            tool = MCPTool(
-                caller=self,
-                server=config.name,
-                remote_name=listed.name,
-                description=listed.description,
-                input_schema=listed.input_schema,
-                defer=not config.always_load,
-                timeout=config.timeout,
-                annotations=listed.annotations,
-                destructive_needs_approval=not config.destructive_without_approval,
-            )
+            tool = MCPTool.from_listing(caller=self, config=config, listed=listed)
             if tool.name in wanted:
                 logger.warning(
                     "MCP server %r: tool %r collides after renaming", config.name, tool.name

@@ -1,16 +1,18 @@
-"""The process-wide MCP manager a host application feeds, closed at exit."""
+"""The process-wide MCP manager (and per-user accounts) a host application feeds, closed at exit."""
 
 from __future__ import annotations
 
 import atexit
 import threading
 
+from openprogram.mcp.accounts import MCPAccounts
 from openprogram.mcp.manager import FingerprintListener, MCPManager
 
-__all__ = ["get_mcp_manager", "shutdown_mcp_manager"]
+__all__ = ["get_mcp_accounts", "get_mcp_manager", "shutdown_mcp_accounts", "shutdown_mcp_manager"]
 
 _lock = threading.Lock()
 _manager: MCPManager | None = None
+_accounts: MCPAccounts | None = None
 
 
 def get_mcp_manager(*, on_fingerprints_approved: FingerprintListener | None = None) -> MCPManager:
@@ -34,3 +36,22 @@ def shutdown_mcp_manager() -> None:
         manager, _manager = _manager, None
     if manager is not None:
         manager.shutdown()
+
+
+def get_mcp_accounts() -> MCPAccounts:
+    """The process's per-user connections (servers where each user connects their own account)."""
+    global _accounts
+    with _lock:
+        if _accounts is None:
+            _accounts = MCPAccounts()
+            atexit.register(shutdown_mcp_accounts)
+        return _accounts
+
+
+def shutdown_mcp_accounts() -> None:
+    """Close every user's connection (safe to call twice)."""
+    global _accounts
+    with _lock:
+        accounts, _accounts = _accounts, None
+    if accounts is not None:
+        accounts.shutdown()

@@ -23,7 +23,10 @@ import jsonschema
 import mcp_types
 from jsonschema.exceptions import best_match
 
+from openprogram.agent.context import get_turn
 from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
+from openprogram.mcp.config import MCPServerConfig
+from openprogram.mcp.elicitation import CallElicitor
 from openprogram.mcp.errors import MCPCallError
 from openprogram.programs.results import TailAccumulator
 
@@ -50,6 +53,7 @@ class _Caller(Protocol):
         *,
         timeout: float | None = None,
         on_progress: ProgressFn | None = None,
+        elicitor: CallElicitor | None = None,
     ) -> mcp_types.CallToolResult: ...
 
 
@@ -82,13 +86,32 @@ def _progress_text(progress: float, total: float | None, message: str | None) ->
     return f"progress {progress:g}"
 
 
-def _result_parts(result: mcp_types.CallToolResult) -> tuple[str, list[dict[str, Any]]]:
-    """The text the model reads and the non-text attachments of one tool result."""
+def _resource_label(uri: str, mime_type: str | None, name: str | None = None) -> str:
+    label = f"{_clean_description(name)} <{uri}>" if name else f"<{uri}>"
+    return f"{label} ({mime_type})" if mime_type else label
+
+
+def _result_parts(
+    result: mcp_types.CallToolResult, *, structured_as_json: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
+    """The text the model reads and the non-text attachments of one tool result.
+
+    ``structured_as_json``: the tool declared an output schema, so its (checked)
+    structured content is what the model reads, as JSON, instead of the text
+    blocks that merely repeat it. The exception is the SDKs' wrapper of a plain
+    return value, ``{"result": value}`` next to a text block holding just that
+    value: the model reads the value, as it would from a tool without a schema.
+    """
     texts: list[str] = []
     attachments: list[dict[str, Any]] = []
+    if structured_as_json and _wraps_text(result):
+        structured_as_json = False
+    if structured_as_json:
+        texts.append(json.dumps(result.structured_content, ensure_ascii=False))
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):
-            texts.append(block.text)
+            if not structured_as_json:
+                texts.append(block.text)
         elif isinstance(block, mcp_types.ImageContent):
             attachments.append({"type": "image", "mime_type": block.mime_type, "data": block.data})
             texts.append(f"[image {len(attachments)}: {block.mime_type}]")
@@ -96,15 +119,34 @@ def _result_parts(result: mcp_types.CallToolResult) -> tuple[str, list[dict[str,
             texts.append(f"[audio omitted: {block.mime_type}]")
         elif isinstance(block, mcp_types.EmbeddedResource):
             resource = block.resource
+            label = _resource_label(str(resource.uri), resource.mime_type)
             if isinstance(resource, mcp_types.TextResourceContents):
-                texts.append(resource.text)
+                texts.append(f"[resource {label}]\n{resource.text}")
+            elif (resource.mime_type or "").startswith("image/"):
+                attachments.append(
+                    {"type": "image", "mime_type": resource.mime_type, "data": resource.blob}
+                )
+                texts.append(f"[image {len(attachments)}: resource {label}]")
             else:
-                texts.append(f"[binary resource omitted: {resource.uri}]")
+                texts.append(
+                    f"[binary resource {label} omitted, {len(resource.blob)} base64 chars]"
+                )
         elif isinstance(block, mcp_types.ResourceLink):
-            texts.append(f"[resource link: {block.uri}]")
+            label = _resource_label(str(block.uri), block.mime_type, block.name)
+            about = f": {_clean_description(block.description)}" if block.description else ""
+            texts.append(f"[resource link {label}{about}]")
     if not texts and result.structured_content is not None:
         texts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=2))
     return "\n".join(texts), attachments
+
+
+def _wraps_text(result: mcp_types.CallToolResult) -> bool:
+    structured = result.structured_content
+    if not isinstance(structured, dict) or set(structured) != {"result"}:
+        return False
+    value = structured["result"]
+    shown = "".join(b.text for b in result.content if isinstance(b, mcp_types.TextContent))
+    return shown == (value if isinstance(value, str) else json.dumps(value))
 
 
 def _hints(annotations: Any) -> dict[str, bool]:
@@ -140,6 +182,8 @@ class MCPTool(AgentTool):
         timeout: float,
         annotations: Any = None,
         destructive_needs_approval: bool = True,
+        output_schema: Mapping[str, Any] | None = None,
+        expose: bool = True,
     ) -> None:
         hints = _hints(annotations)
         super().__init__(
@@ -151,7 +195,10 @@ class MCPTool(AgentTool):
             server=server,
             package=f"mcp:{server}",
             defer=defer,
-            timeout=timeout,
+            expose=expose,
+            # No policy timeout: the connection bounds the server's time itself and
+            # stops that clock while a person answers the server's question.
+            timeout=None,
             # Hints from an untrusted server only ever restrict: plan mode offers a tool
             # only when it says it reads only (and not also that it destroys), and a
             # destructive tool asks first unless the operator turned that off.
@@ -160,10 +207,30 @@ class MCPTool(AgentTool):
         )
         self.hints = hints
         self.remote_name = remote_name
+        self.server_timeout = timeout
+        """Seconds the server may work on one call (time spent asking a person excluded)."""
+        self.output_schema = dict(output_schema) if isinstance(output_schema, Mapping) else None
         self._caller = caller
         # Built on first call: checking hundreds of schemas would slow every listing.
         self._validator: jsonschema.protocols.Validator | None = None
         self._validator_built = False
+
+    @classmethod
+    def from_listing(cls, *, caller: _Caller, config: MCPServerConfig, listed: Any) -> MCPTool:
+        """The tool for one entry of a server's ``tools/list``, with the server's settings."""
+        return cls(
+            caller=caller,
+            server=config.name,
+            remote_name=listed.name,
+            description=listed.description,
+            input_schema=listed.input_schema,
+            defer=not config.always_load,
+            timeout=config.timeout,
+            annotations=listed.annotations,
+            destructive_needs_approval=not config.destructive_without_approval,
+            output_schema=listed.output_schema,
+            expose=config.expose,
+        )
 
     def _get_validator(self) -> jsonschema.protocols.Validator | None:
         if self._validator_built:
@@ -221,14 +288,25 @@ class MCPTool(AgentTool):
             return finish(AgentToolResult(problem, is_error=True))
 
         stream = TailAccumulator(self.stream_capacity_chars or self.max_result_chars)
-        updates = _UpdateRelay(asyncio.get_running_loop(), stream, on_update)
+        loop = asyncio.get_running_loop()
+        updates = _UpdateRelay(loop, stream, on_update)
+        turn = get_turn()
+        elicitor = CallElicitor(
+            loop=loop,
+            hook=turn.elicitation_hook if turn is not None else None,
+            server=self.server or "",
+            tool_call_id=call_id,
+            owner=turn if turn is not None else object(),
+            on_refusal=updates.note,
+        )
         call = asyncio.ensure_future(
             self._caller.call(
                 self.server or "",
                 self.remote_name,
                 args,
-                timeout=self.timeout,
+                timeout=self.server_timeout,
                 on_progress=updates.from_server,
+                elicitor=elicitor,
             )
         )
         try:
@@ -251,7 +329,9 @@ class MCPTool(AgentTool):
             if not call.done():
                 call.cancel()
         await updates.drain()
-        text, attachments = _result_parts(result)
+        # The SDK has already checked structured content against the output schema.
+        structured = self.output_schema is not None and not result.is_error
+        text, attachments = _result_parts(result, structured_as_json=structured)
         # The full text: the dispatcher's call policy caps and persists it (call_policy.py).
         return finish(
             AgentToolResult(
@@ -293,7 +373,10 @@ class _UpdateRelay:
         self._pending: set[asyncio.Future[Any]] = set()
 
     async def from_server(self, progress: float, total: float | None, message: str | None) -> None:
-        text = _progress_text(progress, total, message)
+        await self.note(_progress_text(progress, total, message))
+
+    async def note(self, text: str) -> None:
+        """One line of live output, from the manager's loop."""
         # The caller's loop may be gone (the turn ended); progress is best-effort.
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._deliver, text)

@@ -3,7 +3,7 @@
 Two query forms. ``select:NAME[,NAME]`` loads exact names. Anything else is
 keywords, ranked by ``_search_index.SearchIndex`` (BM25F over each deferred
 tool's name, parameters and descriptions; near-duplicates moved behind distinct
-hits). Every hit is marked loaded, so its full schema is in the very next provider
+hits; the index is reused while a turn's deferred tools are the same objects). Every hit is marked loaded, so its full schema is in the very next provider
 request. The searchable pool is the turn's
 resolved tool list: a tool vetoed by layers 2-5 is never found, never loaded,
 and never suggested as a "closest match".
@@ -63,7 +63,9 @@ def _candidates() -> tuple[dict[str, AgentTool], _SearchIndex]:
     state = current_state()
     if state is not None and state.pool is not None:
         if not isinstance(state.search_index, _SearchIndex):
-            state.search_index = _SearchIndex.build([t for t in state.pool.values() if t.defer])
+            # Turn after turn the pool is usually the same tools: reuse their index.
+            deferred = [t for t in state.pool.values() if t.defer]
+            state.search_index = _SearchIndex.for_tools(deferred)
         return state.pool, state.search_index
     exposed = {tool.name: tool for tool in registry.filter_for()}
     version = registry.registry_version()

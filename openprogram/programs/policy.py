@@ -23,7 +23,7 @@ trace, once per outcome when first read (``_decisions.TraceCache``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,6 +45,7 @@ from openprogram.programs._selection import (
 )
 from openprogram.programs._tool_search import TOOL_SEARCH_NAME, tool_search
 from openprogram.programs._walk import Layer, Stage, Walk
+from openprogram.programs.explain_words import DISABLED_REASON, disabled_reason
 from openprogram.programs.toolsets import DEFAULT_TOOLSET, UnknownToolsetError
 
 __all__ = [
@@ -160,19 +161,26 @@ def _unavailable(
     return reasons
 
 
+def _disabled_reasons(disabled: Iterable[str] | Mapping[str, str]) -> str | Callable[[str], str]:
+    """The layer-5 reason; a mapping carries each disable's reason (the admin's words)."""
+    if not isinstance(disabled, Mapping) or not any(disabled.values()):
+        return DISABLED_REASON
+    return lambda name: disabled_reason(str(disabled.get(name) or ""))
+
+
 def _veto(
     walk: Walk,
     known: AbstractSet[str],
     *,
     allow: Iterable[str] | None,
     deny: Iterable[str] | None,
-    disabled: Iterable[str],
+    disabled: Iterable[str] | Mapping[str, str],
     attended: bool,
     warnings: list[str],
 ) -> bool:
     """Layer 5, shared by resolve_tools and apply_tool_policy. True if tool_search is vetoed."""
     disabled_set = as_names(disabled, "disabled")
-    walk.drop("L5", disabled_set, "globally disabled")
+    walk.drop("L5", disabled_set, _disabled_reasons(disabled))
     deny_set: set[str] = set()
     if deny is not None:
         deny_set = as_names(deny, "deny")
@@ -214,7 +222,7 @@ def resolve_tools(
     only_available: bool = False,
     allow: Iterable[str] | None = None,
     deny: Iterable[str] | None = None,
-    disabled: Iterable[str] = (),
+    disabled: Iterable[str] | Mapping[str, str] = (),
     attended: bool = True,
     can_use_context: Mapping[str, Any] | None = None,
     named_profiles: Mapping[str, Iterable[str]] | None = None,
@@ -228,7 +236,8 @@ def resolve_tools(
     same name) or a list of tool names. Unknown names raise
     :class:`UnknownToolsetError`; unknown tool names in lists, ``allow`` and
     ``deny`` become warnings, and an ``allow`` naming no registered tool raises
-    ValueError rather than silently offering nothing.
+    ValueError rather than silently offering nothing. ``disabled`` may map each
+    name to why it was disabled; the trace then reads ``globally disabled: <why>``.
     """
     index = registry_index()
     profiles = named_profiles or {}
@@ -306,7 +315,7 @@ def apply_tool_policy(
     *,
     allow: Iterable[str] | None = None,
     deny: Iterable[str] | None = None,
-    disabled: Iterable[str] = (),
+    disabled: Iterable[str] | Mapping[str, str] = (),
     attended: bool = True,
 ) -> list[AgentTool]:
     """Layer 5 alone, on a list someone already selected (order kept).

@@ -1,4 +1,4 @@
-"""The one place litellm is imported: lazily, offline-safe, with the offline model registered.
+"""The one place litellm is imported: lazily and offline-safe.
 
 litellm costs seconds and ~200 MB to import and, unless told otherwise, fetches its
 model cost map over the network at import time. So nothing imports it at module
@@ -14,10 +14,7 @@ import os
 import threading
 from types import ModuleType
 
-__all__ = ["OFFLINE_PROVIDER", "load_litellm", "load_litellm_async"]
-
-OFFLINE_PROVIDER = "openprogram"
-"""litellm custom-provider prefix of the offline model: ``openprogram/offline``."""
+__all__ = ["load_litellm", "load_litellm_async"]
 
 _lock = threading.Lock()
 _litellm: ModuleType | None = None
@@ -34,8 +31,6 @@ def load_litellm() -> ModuleType:
             os.environ.setdefault("LITELLM_TELEMETRY", "False")
             import litellm
 
-            from openprogram.providers.offline import OfflineModel
-
             # Callbacks and telemetry are the parts of litellm that reach the network
             # on their own; a self-hosted app must not do that behind the user's back.
             litellm.telemetry = False
@@ -48,14 +43,6 @@ def load_litellm() -> ModuleType:
                 for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
                     logging.getLogger(name).setLevel(logging.WARNING)
             litellm.drop_params = True
-            providers = [
-                p for p in litellm.custom_provider_map if p["provider"] != OFFLINE_PROVIDER
-            ]
-            litellm.custom_provider_map = [
-                *providers,
-                {"provider": OFFLINE_PROVIDER, "custom_handler": OfflineModel()},
-            ]
-            litellm.utils.custom_llm_setup()
             _litellm = litellm
     return _litellm
 

@@ -1,7 +1,8 @@
 """One streamed model call through litellm: text pieces out, tool calls assembled.
 
 :func:`stream_chat` is the only way the agent loop talks to a model, the offline
-model included (it is a litellm custom provider). Transient failures are retried
+model included (served in process with the same wire request; litellm's per-call
+work would cost more than the whole scripted reply). Transient failures are retried
 before anything has been streamed; after retries, or for failures that cannot
 succeed on retry, it raises :class:`~openprogram.providers.retry.ProviderError`.
 Setting ``cancel`` ends the stream quietly at the next chunk.
@@ -19,8 +20,9 @@ from typing import Any, TypeVar
 
 from openprogram.agent.types import AgentTool, Message, ToolCall
 from openprogram.providers._litellm_setup import load_litellm_async
+from openprogram.providers.offline import offline_stream
 from openprogram.providers.retry import ProviderError, RetryPolicy, classify_provider_error
-from openprogram.providers.routing import connection_kwargs, litellm_model_name
+from openprogram.providers.routing import connection_kwargs, is_offline, litellm_model_name
 
 __all__ = ["ProviderDelta", "messages_to_wire", "stream_chat"]
 
@@ -157,6 +159,11 @@ async def stream_chat(
     api_key: str | None = None,
 ) -> AsyncIterator[ProviderDelta]:
     """Stream one model reply. The last item has ``done=True`` unless cancelled first."""
+    if is_offline(model):
+        wire_tools = [tool.to_wire() for tool in tools]
+        async for delta in offline_stream(messages_to_wire(messages), wire_tools, cancel):
+            yield delta
+        return
     litellm = await load_litellm_async()
     retry = retry or RetryPolicy.from_env()
     kwargs: dict[str, Any] = {

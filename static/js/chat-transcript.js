@@ -31,8 +31,53 @@
     return details;
   }
 
-  // root: the transcript element; send(frame) -> bool; onRunning(bool); onTitle(text).
-  function createChatTranscript({ root, send, onRunning, onTitle }) {
+  function actionButton(action, label, symbol) {
+    const b = el("button", "icon", symbol);
+    b.type = "button";
+    b.dataset.action = action;
+    b.setAttribute("aria-label", label);
+    b.title = label;
+    return b;
+  }
+
+  function userMessage(text) {
+    const msg = el("div", "msg user");
+    const actions = el("div", "msg-actions");
+    actions.append(actionButton("copy", "Copy message", "Copy"), actionButton("edit", "Edit and resend", "Edit"));
+    msg.append(el("div", "bubble", text), actions);
+    return msg;
+  }
+
+  // Keyboard on a prompt: Enter approves (or answers), Escape denies.
+  function bringToAttention(box, focusTarget) {
+    // After the current batch of events: a replayed prompt already answered is gone by then.
+    queueMicrotask(() => {
+      if (!box.isConnected) return;
+      box.closest(".tool-card").scrollIntoView({ block: "center", behavior: "instant" });
+      focusTarget.focus({ preventScroll: true });
+    });
+  }
+
+  // root: the transcript element; send(frame) -> bool; onRunning(bool); onTitle(text);
+  // onUserMessage(event): a run started (the message this tab sent, or another tab's).
+  function createChatTranscript({ root, send, onRunning, onTitle, onUserMessage }) {
+    // Follow the stream only while the reader is at the bottom (not while scrolled up to read).
+    let stick = true;
+    root.addEventListener("scroll", () => {
+      stick = root.scrollHeight - root.scrollTop - root.clientHeight < 80;
+    }, { passive: true });
+
+    function thinking(block, on) {
+      const part = assistantPart(block);
+      const existing = part.querySelector(".thinking");
+      if (!on) { existing?.remove(); return; }
+      if (existing || part.querySelector(".reply").textContent) return;
+      const note = el("div", "thinking", "Thinking…");
+      note.setAttribute("role", "status");
+      note.dataset.testid = "thinking";
+      part.insertBefore(note, part.querySelector(".reply"));
+    }
+
     function runBlock(runId) {
       let block = root.querySelector(`.run[data-run-id="${runId}"]`);
       if (!block) {
@@ -102,19 +147,50 @@
       const approve = el("button", "primary approve", "Approve");
       const deny = el("button", "danger deny", "Deny");
       approve.type = deny.type = "button";
-      approve.addEventListener("click", () => send({ type: "approve", call_id: event.call_id, reason: reason.value }));
-      deny.addEventListener("click", () => send({ type: "deny", call_id: event.call_id, reason: reason.value }));
+      const decide = (frame) => {
+        if (send({ call_id: event.call_id, reason: reason.value, ...frame })) {
+          box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
+        }
+      };
+      approve.addEventListener("click", () => decide({ type: "approve" }));
+      deny.addEventListener("click", () => decide({ type: "deny" }));
+      const hint = el("span", "keys muted", "Enter approves · Esc denies");
       box.append(el("span", "approval-text", event.reason || `Run ${event.name}?`), reason, approve, deny);
+      if (event.may_remember) {
+        const always = el("button", "always", `Allow ${event.name} for this chat`);
+        always.type = "button";
+        always.title = "Approve this call and every later call of this tool in this conversation";
+        always.addEventListener("click", () => decide({ type: "approve", remember: true }));
+        box.append(always);
+      }
+      box.append(hint);
+      box.addEventListener("keydown", (e) => {
+        if (e.key === "Escape") { e.preventDefault(); deny.click(); }
+        else if (e.key === "Enter" && e.target.tagName === "INPUT") { e.preventDefault(); approve.click(); }
+      });
       card.querySelector(".tool-body").prepend(box);
+      bringToAttention(box, approve);
+    }
+
+    // The question's id is not its tool call's: it belongs on the running ask_user_question card.
+    function questionCard(block, event) {
+      return findCard(block, event.call_id)
+        || [...block.querySelectorAll(".tool-card[data-status=running]")].reverse().find((c) =>
+          c.querySelector(".tool-name").textContent === "ask_user_question" && !c.querySelector(".question"))
+        || toolCard(block, { ...event, name: "ask_user_question" });
     }
 
     function questionPrompt(block, event) {
-      const card = findCard(block, event.call_id) || toolCard(block, { ...event, name: "ask_user_question" });
+      const card = questionCard(block, event);
       card.open = true;
       if (card.querySelector(".question")) return;
       const box = el("div", "question");
       box.append(el("p", "question-text", event.question));
-      const answer = (text) => send({ type: "answer", call_id: event.call_id, text });
+      const answer = (text) => {
+        if (!send({ type: "answer", call_id: event.call_id, text })) return;
+        box.replaceChildren(el("p", "question-text", event.question), el("p", "answered", `You answered: ${text}`));
+        setCardStatus(card, "running", "answered, running…");
+      };
       if (event.choices && event.choices.length) {
         event.choices.forEach((choice) => {
           const b = el("button", "choice", choice);
@@ -133,6 +209,10 @@
       }
       setCardStatus(card, "awaiting_answer", "waiting for your answer");
       card.querySelector(".tool-body").prepend(box);
+      box.addEventListener("keydown", (e) => {
+        if (e.key === "Escape") { e.preventDefault(); card.querySelector("summary").focus(); }
+      });
+      bringToAttention(box, box.querySelector("button, input"));
     }
 
     function finishCard(block, event) {
@@ -140,10 +220,18 @@
       card.querySelector(".approval")?.remove();
       card.querySelector(".question")?.remove();
       const denied = card.dataset.status === "denied";
-      setCardStatus(card, event.is_error ? (denied ? "denied" : "error") : "done", event.is_error ? (denied ? "denied" : "error") : "done");
-      card.querySelector(".tool-duration").textContent = `${Math.round(event.duration_ms || 0)} ms`;
+      const status = event.stopped ? "stopped" : event.is_error ? (denied ? "denied" : "error") : "done";
+      setCardStatus(card, status, status);
+      card.querySelector(".tool-duration").textContent = event.stopped && !event.duration_ms ? "" : `${Math.round(event.duration_ms || 0)} ms`;
       const body = card.querySelector(".tool-body");
       const children = body.querySelector(".children");
+      // The result repeats what streamed live: show it once.
+      body.querySelectorAll(".tool-output, .output-label").forEach((node) => { node.hidden = true; });
+      if (event.stopped) {
+        body.insertBefore(el("div", "label", "Stopped"), children);
+        body.insertBefore(el("pre", "tool-result is-stopped", "Stopped before it finished."), children);
+        return;
+      }
       body.insertBefore(el("div", "label", event.is_error ? "Error" : "Result"), children);
       const result = el("pre", "tool-result" + (event.is_error ? " is-error" : ""), event.preview);
       body.insertBefore(result, children);
@@ -182,13 +270,13 @@
       block.dataset.lastSeq = String(event.seq);
       switch (event.type) {
         case "user_message":
-          if (!block.querySelector(".msg.user")) {
-            const msg = el("div", "msg user");
-            msg.append(el("div", "bubble", event.text));
-            block.prepend(msg);
-          }
+          if (!block.querySelector(".msg.user")) block.prepend(userMessage(event.text));
+          if (event.replaces) markSuperseded(event.replaces, block);
           if (event.title) onTitle(event.title);
           setRunning(true);
+          thinking(block, true);
+          stick = true;
+          if (onUserMessage) onUserMessage(event);
           break;
         case "tools_resolved": {
           const part = assistantPart(block);
@@ -203,8 +291,11 @@
             const notOffered = el("div", "not-offered");
             notOffered.setAttribute("data-testid", "not-offered");
             groups.forEach((g) => {
-              const p = el("p");
-              p.append(el("span", "layer", g.layer || ""), ` ${g.reason}: ${g.names.join(", ")}`);
+              const p = el("div");
+              // Words for people first; the layer code and raw reason stay one click away.
+              const code = el("details", "layer-code");
+              code.append(el("summary", "", "Layer"), el("code", "", g.layer || ""), ` ${g.reason}`);
+              p.append(`${g.words || g.reason}: ${g.names.join(", ")} `, code);
               notOffered.append(p);
             });
             offered.append(notOffered);
@@ -214,9 +305,11 @@
           break;
         }
         case "text_delta":
+          thinking(block, false);
           assistantPart(block).querySelector(".reply").append(document.createTextNode(event.text));
           break;
         case "tool_call_started":
+          thinking(block, false);
           toolCard(block, event);
           break;
         case "tool_update": {
@@ -236,12 +329,16 @@
           const card = findCard(block, event.call_id);
           if (!card) break;
           card.querySelector(".approval")?.remove();
-          if (event.approved) setCardStatus(card, "running", "approved, running…");
+          if (event.approved) setCardStatus(card, "running", `${event.reason || "approved"}, running…`);
           else setCardStatus(card, "denied", `denied${event.reason ? ": " + event.reason : ""}`);
           break;
         }
         case "question_asked":
           questionPrompt(block, event);
+          break;
+        case "elicitation_requested":
+        case "elicitation_resolved": // chat-elicitation.js draws the form or link
+          window.chatElicitation?.apply(block, event, { findCard, toolCard, setCardStatus, send, el, bringToAttention });
           break;
         case "todo_updated":
           renderTodos(event.todos || []);
@@ -250,6 +347,7 @@
           finishCard(block, event);
           break;
         case "error": {
+          thinking(block, false);
           const part = assistantPart(block);
           const error = el("div", "run-error error", event.message);
           error.setAttribute("role", "alert");
@@ -261,10 +359,12 @@
           block.usage = usageDetails(event);
           break;
         case "assistant_message": {
+          thinking(block, false);
           const part = assistantPart(block);
           const reply = part.querySelector(".reply");
           reply.className = "reply markdown";
           reply.innerHTML = event.html; // sanitised server-side: raw HTML off, links checked
+          if (window.chatUI) window.chatUI.decorate(part);
           block.dataset.status = event.status;
           const meta = part.querySelector(".run-meta");
           meta.replaceChildren(el("span", "run-status", event.status));
@@ -274,13 +374,25 @@
           link.target = "_blank";
           meta.append(" · ", link);
           if (block.usage) meta.append(" · ", block.usage);
+          const actions = el("span", "msg-actions");
+          actions.append(actionButton("copy", "Copy reply", "Copy"), actionButton("regenerate", "Regenerate reply", "Regenerate"));
+          meta.append(actions);
           setRunning(false);
           break;
         }
         default:
           break;
       }
-      root.scrollTop = root.scrollHeight;
+      if (stick) root.scrollTop = root.scrollHeight;
+    }
+
+    // An edit or a regeneration: that run and every later one are kept, marked as replaced.
+    function markSuperseded(fromRunId, current) {
+      root.querySelectorAll(".run").forEach((run) => {
+        if (run === current || Number(run.dataset.runId) < fromRunId || run.dataset.superseded) return;
+        run.dataset.superseded = "true";
+        run.prepend(el("p", "superseded-note muted", "Earlier version, replaced by an edit or a regeneration"));
+      });
     }
 
     function catchUp(message) {
@@ -302,7 +414,12 @@
       });
     }
 
-    return { apply, catchUp, nestServerRendered };
+    function scrollToLatest() {
+      root.scrollTop = root.scrollHeight;
+      stick = true;
+    }
+
+    return { apply, catchUp, nestServerRendered, scrollToLatest };
   }
 
   createChatTranscript.el = el;

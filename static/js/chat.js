@@ -1,63 +1,16 @@
-// The chat page: sidebar actions, the composer, and one WebSocket per open conversation
-// whose events chat-transcript.js renders.
+// The composer, the queue of messages typed during a turn, attachments, and one WebSocket
+// per open conversation whose events chat-transcript.js renders. On the landing page (no
+// conversation yet) the first message creates the conversation, then is sent from its page.
 (() => {
   "use strict";
 
   const chat = document.getElementById("chat");
-  const sidebar = document.getElementById("conversation-list");
-  const csrf = (() => {
-    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; }
-    catch (_) { return ""; }
-  })();
-
-  async function api(method, path, body) {
-    const response = await fetch(path, {
-      method,
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
-    if (!response.ok) {
-      let detail = response.statusText;
-      try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
-      throw new Error(detail);
-    }
-    return response.status === 204 ? null : response.json();
-  }
-
-  // --- sidebar: rename / delete ----------------------------------------------------------
-  if (sidebar) {
-    sidebar.addEventListener("click", async (e) => {
-      const button = e.target.closest("button[data-action]");
-      if (!button) return;
-      const item = button.closest("[data-conversation-id]");
-      const id = item.dataset.conversationId;
-      const link = item.querySelector("a");
-      try {
-        if (button.dataset.action === "rename") {
-          const title = window.prompt("Rename conversation", link.textContent.trim());
-          if (title === null) return;
-          const updated = await api("PATCH", `/api/conversations/${id}`, { title });
-          link.textContent = updated.title;
-          if (chat && chat.dataset.conversationId === id) {
-            document.getElementById("chat-title").textContent = updated.title;
-          }
-        } else if (button.dataset.action === "delete") {
-          if (!window.confirm(`Delete "${link.textContent.trim()}"?`)) return;
-          await api("DELETE", `/api/conversations/${id}`);
-          if (chat && chat.dataset.conversationId === id) { window.location.href = "/"; return; }
-          item.remove();
-        }
-      } catch (err) {
-        window.alert(err.message);
-      }
-    });
-  }
-
   if (!chat) return;
+  const { api, el } = window.chatUI;
 
   // --- elements ------------------------------------------------------------------------------
-  const conversationId = chat.dataset.conversationId;
+  const conversationId = chat.dataset.conversationId || "";
+  const landing = chat.dataset.landing === "true";
   const transcript = document.getElementById("transcript");
   const form = document.getElementById("composer");
   const textarea = document.getElementById("composer-text");
@@ -72,14 +25,16 @@
   const plusButton = document.getElementById("plus-button");
   const plusPanel = document.getElementById("plus-panel");
   const chips = document.getElementById("option-chips");
+  const queueList = document.getElementById("queue");
+  const attachButton = document.getElementById("attach-button");
+  const attachInput = document.getElementById("attach-input");
+  const attachmentList = document.getElementById("attachments");
   const toggles = {
     tools_on: document.getElementById("opt-tools"),
     web_search_on: document.getElementById("opt-web"),
     plan_mode: document.getElementById("opt-plan"),
     attended: document.getElementById("opt-attended"),
   };
-
-  const el = window.createChatTranscript.el;
 
   // --- composer ----------------------------------------------------------------------------
   function options() {
@@ -112,6 +67,7 @@
     // The conversation remembers its picks, so a reload shows what the next turn will use.
     renderChips();
     showModelProblem();
+    if (landing) return; // nothing to remember them on yet: the first message carries them
     try {
       await api("PATCH", `/api/conversations/${conversationId}`, options());
       composerError.textContent = "";
@@ -129,13 +85,16 @@
     }
     remember();
   });
-  plusButton.addEventListener("click", () => {
-    const open = plusPanel.hidden;
+  function setPlus(open) {
     plusPanel.hidden = !open;
     plusButton.setAttribute("aria-expanded", String(open));
-  });
+  }
+  plusButton.addEventListener("click", () => setPlus(plusPanel.hidden));
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && !plusPanel.hidden) { plusPanel.hidden = true; plusButton.setAttribute("aria-expanded", "false"); }
+    if (e.key === "Escape" && !plusPanel.hidden) {
+      setPlus(false);
+      plusButton.focus(); // not dropped to the page
+    }
   });
 
   textarea.addEventListener("keydown", (e) => {
@@ -144,36 +103,203 @@
       form.requestSubmit();
     }
   });
+
+  // --- attachments: uploaded at once into the workspace; the message names their paths ---------
+  const attached = [];
+  function renderAttachments() {
+    attachmentList.replaceChildren(...attached.map((file, i) => {
+      const li = el("li", "attachment", `${file.path} (${file.size.toLocaleString("en-US")} bytes) `);
+      const remove = el("button", "icon", "✕");
+      remove.type = "button";
+      remove.setAttribute("aria-label", `Remove ${file.name}`);
+      remove.addEventListener("click", () => { attached.splice(i, 1); renderAttachments(); textarea.focus(); });
+      li.append(remove);
+      return li;
+    }));
+    attachmentList.hidden = attached.length === 0;
+  }
+  attachButton.addEventListener("click", () => attachInput.click());
+  attachInput.addEventListener("change", async () => {
+    const limit = Number(chat.dataset.attachmentMax || 0);
+    for (const file of attachInput.files) {
+      if (limit && file.size > limit) {
+        composerError.textContent = `${file.name} is ${file.size.toLocaleString("en-US")} bytes; attachments may be ${limit.toLocaleString("en-US")} at most.`;
+        continue;
+      }
+      const body = new FormData();
+      body.append("file", file);
+      try {
+        const response = await fetch("/api/attachments", {
+          method: "POST", body, credentials: "same-origin",
+          headers: { "X-CSRFToken": document.cookie.match(/csrftoken=([^;]+)/)?.[1] || "" },
+        });
+        const data = await response.json().catch(() => ({}));
+        if (!response.ok) throw new Error(data.detail || response.statusText);
+        attached.push(data);
+        composerError.textContent = "";
+      } catch (err) {
+        composerError.textContent = `${file.name}: ${err.message}`;
+      }
+    }
+    attachInput.value = "";
+    renderAttachments();
+  });
+  function withAttachments(text) {
+    if (!attached.length) return text;
+    const names = attached.map((f) => `- ${f.path} (${f.size} bytes)`).join("\n");
+    attached.length = 0;
+    renderAttachments();
+    return `${text}\n\nAttached files (in my workspace):\n${names}`;
+  }
+
+  // --- the queue: messages typed during a turn wait here, shown, editable, cancellable -----------
+  // Kept in sessionStorage, so a reload (or the landing page's hand-over) loses nothing.
+  const queueKey = (id) => `openprogram.queue.${id}`;
+  let queue = [];
+  try { queue = JSON.parse(window.sessionStorage.getItem(queueKey(conversationId)) || "[]"); } catch (_) { queue = []; }
+  let socket = null;
+  let retryDelay = 500;
+  let inFlight = null;
+  let running = false;
+  let known = false; // whether a turn is running is not known until the socket says so
+
+  function saveQueue() {
+    try { window.sessionStorage.setItem(queueKey(conversationId), JSON.stringify(queue)); } catch (_) { /* private mode */ }
+  }
+
+  function renderQueue() {
+    queueList.replaceChildren(...queue.map((item, i) => {
+      const li = el("li", "queued");
+      li.dataset.testid = "queued";
+      const text = el("span", "queued-text", item.text);
+      const edit = el("button", "icon", "Edit");
+      const cancel = el("button", "icon", "Cancel");
+      edit.type = cancel.type = "button";
+      edit.setAttribute("aria-label", `Edit queued message ${i + 1}`);
+      cancel.setAttribute("aria-label", `Cancel queued message ${i + 1}`);
+      cancel.addEventListener("click", () => { queue.splice(i, 1); saveQueue(); renderQueue(); textarea.focus(); });
+      edit.addEventListener("click", () => {
+        const area = el("textarea", "queued-edit");
+        area.value = item.text;
+        area.setAttribute("aria-label", `Queued message ${i + 1}`);
+        const save = el("button", "primary", "Save");
+        save.type = "button";
+        const commit = () => {
+          if (area.value.trim()) { item.text = area.value; } else { queue.splice(i, 1); }
+          saveQueue();
+          renderQueue();
+        };
+        save.addEventListener("click", commit);
+        area.addEventListener("keydown", (e) => {
+          if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); commit(); }
+          if (e.key === "Escape") { e.preventDefault(); renderQueue(); }
+        });
+        li.replaceChildren(area, save);
+        area.focus();
+      });
+      li.append(el("span", "badge info", "queued"), text, edit, cancel);
+      return li;
+    }));
+    queueList.hidden = queue.length === 0;
+  }
+
+  function drain() {
+    if (landing || running || !known || inFlight || !queue.length) return;
+    if (!socket || socket.readyState !== WebSocket.OPEN) return;
+    const item = queue.shift();
+    saveQueue();
+    renderQueue();
+    dispatch(item);
+  }
+
+  function dispatch(item) {
+    const frame = { type: "user_message", text: item.text, ...(item.options || options()) };
+    if (item.replaces) frame.replaces = item.replaces;
+    inFlight = item;
+    if (!send(frame)) { queue.unshift(item); inFlight = null; saveQueue(); renderQueue(); }
+  }
+
+  // A message the server refused is not lost: back in the box, or first in the queue.
+  function restore(item) {
+    inFlight = null;
+    if (item.replaces) {
+      // Refused (the error says why): a regeneration loses nothing, an edit's text goes
+      // back into the box rather than vanish with the closed edit box.
+      if (item.edited) textarea.value = textarea.value.trim() ? `${textarea.value}\n\n${item.text}` : item.text;
+      return;
+    }
+    if (!textarea.value.trim()) { textarea.value = item.text; return; }
+    queue.unshift(item);
+    saveQueue();
+    renderQueue();
+  }
+
+  function submit(item) {
+    composerError.textContent = "";
+    if (landing) { startConversation(item); return; }
+    if (running || !known || inFlight || queue.length) {
+      queue.push(item);
+      saveQueue();
+      renderQueue();
+      drain();
+    } else {
+      dispatch(item);
+    }
+  }
+
+  async function startConversation(item) {
+    const o = options();
+    sendButton.disabled = true;
+    try {
+      const created = await api("POST", "/api/conversations", {
+        profile: o.profile, model: o.model, agent_profile: o.agent_profile || null,
+      });
+      window.sessionStorage.setItem(queueKey(created.id), JSON.stringify([{ ...item, options: o }]));
+      window.location.href = `/c/${created.id}/`;
+    } catch (err) {
+      composerError.textContent = err.message;
+      sendButton.disabled = false;
+      if (!textarea.value.trim()) textarea.value = item.text; // not created: keep the message
+    }
+  }
+
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    const text = textarea.value;
-    if (!text.trim()) return;
-    if (send({ type: "user_message", text, ...options() })) {
-      textarea.value = "";
-      composerError.textContent = "";
-    }
+    if (!textarea.value.trim() && !attached.length) return;
+    submit({ text: withAttachments(textarea.value) });
+    textarea.value = "";
+    textarea.focus();
   });
+  document.addEventListener("chat:resend", (e) => submit({ text: e.detail.text, replaces: e.detail.replaces, edited: e.detail.edited }));
   stopButton.addEventListener("click", () => send({ type: "stop" }));
+
+  renderChips();
+  showModelProblem();
+  renderQueue();
+  textarea.focus();
+  if (landing) return;
 
   // --- rendering a run --------------------------------------------------------------------
   const view = window.createChatTranscript({
     root: transcript,
     send: (frame) => send(frame),
-    onRunning: (running) => {
-      stopButton.hidden = !running;
-      sendButton.disabled = running;
+    onRunning: (isRunning) => {
+      running = isRunning;
+      known = true;
+      stopButton.hidden = !isRunning;
+      sendButton.textContent = isRunning ? "Queue" : "Send";
+      if (!isRunning) window.setTimeout(drain, 0); // after the event that ended the turn
     },
     onTitle: (title) => {
       document.getElementById("chat-title").textContent = title;
-      const link = sidebar?.querySelector(`[data-conversation-id="${conversationId}"] a`);
+      document.title = `${title} · OpenProgram`;
+      const link = document.querySelector(`#conversation-list [data-conversation-id="${conversationId}"] a`);
       if (link) link.textContent = title;
     },
+    onUserMessage: () => { inFlight = null; },
   });
 
   // --- the socket ---------------------------------------------------------------------------
-  let socket = null;
-  let retryDelay = 500;
-
   function send(frame) {
     if (!socket || socket.readyState !== WebSocket.OPEN) {
       composerError.textContent = "Not connected yet; try again in a moment.";
@@ -188,17 +314,42 @@
     connection.textContent = label;
   }
 
+  // A message sent just before the socket dropped: the latest run tells whether it arrived.
+  function settleUnconfirmed(message) {
+    const first = queue[0];
+    if (!first || !first.unconfirmed) return;
+    const arrived = message.events.some((e) => e.type === "user_message" && e.text === first.text);
+    if (arrived) queue.shift(); else delete first.unconfirmed;
+    saveQueue();
+    renderQueue();
+  }
+
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${window.location.host}/ws/chat/${conversationId}/`);
-    socket.addEventListener("open", () => { retryDelay = 500; setConnection("open", "live"); });
+    socket.addEventListener("open", () => {
+      retryDelay = 500;
+      setConnection("open", "live");
+      // No run yet: no catch-up will come, and nothing is running.
+      if (!transcript.querySelector(".run")) { known = true; drain(); }
+    });
     socket.addEventListener("message", (e) => {
       const message = JSON.parse(e.data);
-      if (message.type === "catch_up") view.catchUp(message);
-      else if (message.type === "error" && message.run_id === undefined) composerError.textContent = message.message;
-      else view.apply(message);
+      if (message.type === "catch_up") { settleUnconfirmed(message); view.catchUp(message); }
+      else if (message.type === "error" && message.run_id === undefined) {
+        composerError.textContent = message.message;
+        if (inFlight) restore(inFlight);
+      } else view.apply(message);
     });
     socket.addEventListener("close", (e) => {
+      known = false;
+      if (inFlight) {
+        // Sent, but the socket went before the turn began: ask the catch-up whether it did.
+        queue.unshift({ ...inFlight, unconfirmed: true });
+        inFlight = null;
+        saveQueue();
+        renderQueue();
+      }
       // Refusals documented in docs/chat.md: retrying cannot help (4413 can: reconnect).
       const refused = { 4401: "log in again", 4403: "origin not allowed", 4404: "not found" };
       if (refused[e.code]) {
@@ -212,7 +363,6 @@
   }
 
   view.nestServerRendered();
-  renderChips();
-  showModelProblem();
+  view.scrollToLatest();
   connect();
 })();

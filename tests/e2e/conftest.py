@@ -61,3 +61,42 @@ def login(page, server, username: str = "alice") -> None:
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_selector("[data-testid=username]")
+
+
+def open_new_conversation(page, server=None) -> str:
+    """Create a conversation for the logged-in user (API) and open it; returns its URL.
+
+    The "+ New chat" link opens the landing page, which creates a conversation only when
+    its first message is sent; tests that start from an empty conversation use this.
+    """
+    base = server.url if server is not None else page.url.split("/", 3)[:3]
+    base = base if isinstance(base, str) else "/".join(base)
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    response = page.request.post(
+        base + "/api/conversations",
+        headers={"X-CSRFToken": token, "Content-Type": "application/json"},
+        data={},
+    )
+    assert response.status == 201, response.text()
+    url = f"{base}/c/{response.json()['id']}/"
+    page.goto(url)
+    page.wait_for_selector("#connection[data-state=open]")
+    return url
+
+
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture(params=sorted(VIEWPORTS))
+def sized_page(browser, request):
+    """A page at 1280x800 ("desktop") and again at 390x844 ("phone"); ``.size`` names it."""
+    phone = request.param == "phone"
+    context = browser.new_context(
+        viewport=VIEWPORTS[request.param], is_mobile=phone, has_touch=phone, device_scale_factor=1
+    )
+    context.set_default_timeout(15_000)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    pg = context.new_page()
+    pg.size = request.param
+    yield pg
+    context.close()

@@ -7,12 +7,11 @@ that owns the turn.
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
 
-from tests.e2e.conftest import login
+from tests.e2e.conftest import login, open_new_conversation
 from tests.servers import make_server, redis_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
@@ -43,9 +42,7 @@ def _open_in_both(browser, two_servers):
     context.set_default_timeout(20_000)
     a = context.new_page()
     login(a, first, "alice")
-    a.click("[data-testid=new-chat]")
-    a.wait_for_url(re.compile(r".*/c/[0-9a-f-]{36}/$"))
-    path = a.url.split(str(first.port), 1)[1]
+    path = open_new_conversation(a, first).split(str(first.port), 1)[1]
     # Cookies are per host, not per port: the session works on the second process too.
     b = context.new_page()
     b.goto(second.url + path)

@@ -6,12 +6,10 @@ before any page script runs, and Chromium's console errors that mention the poli
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import Page
 
-from tests.e2e.conftest import login
+from tests.e2e.conftest import login, open_new_conversation
 
 pytestmark = pytest.mark.e2e
 
@@ -56,9 +54,7 @@ def test_the_login_page_passes_the_policy(server, watched):
 def test_a_chat_turn_runs_under_the_policy(server, watched):
     page, console = watched
     login(page, server, "alice")
-    page.click("[data-testid=new-chat]")
-    page.wait_for_url(re.compile(r".*/c/[0-9a-f-]{36}/$"))
-    page.wait_for_selector("#connection[data-state=open]")
+    open_new_conversation(page, server)
     page.fill("#composer-text", "/list_dir path=.")
     page.press("#composer-text", "Enter")
     page.wait_for_selector(".run:last-child[data-status=completed] .run-status", timeout=40_000)

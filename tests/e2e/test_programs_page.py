@@ -105,7 +105,8 @@ def test_search_finds_a_tool_and_the_detail_says_why_it_is_unavailable(server, p
     expect(row.locator("[data-testid=badge-unavailable]")).to_be_visible()
     row.locator("button.tool-name").click()
     why = page.locator("[data-testid=tool-why]")
-    expect(why).to_contain_text("L4")
+    expect(why).to_contain_text("Not offered: Can't run right now:")
+    expect(page.locator("[data-testid=tool-why-layer] code")).to_have_text("L4")
     expect(page.locator("[data-testid=tool-schema]")).to_contain_text('"query"')
 
 
@@ -119,7 +120,9 @@ def test_staff_disables_a_tool_and_it_leaves_the_resolved_set(server, page):
     try:
         page.fill("#disable-reason", "e2e: checking the global off switch")
         page.click("[data-testid=tool-disable]")
-        expect(page.locator("[data-testid=tool-why]")).to_contain_text("L5: globally disabled")
+        expect(page.locator("[data-testid=tool-why]")).to_have_text(
+            "Not offered: Turned off for everyone by an admin: e2e: checking the global off switch."
+        )
         # The profile's resolved set and the catalog badge refresh without a reload.
         expect(resolved).to_have_count(0)
         catalog_row = page.locator("[data-testid=catalog-tool][data-tool=todo_read]")

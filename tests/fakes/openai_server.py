@@ -12,6 +12,11 @@ recorded so tests can assert what the framework sent.
 
 Unscripted requests get HTTP 400 naming the request number, so a test that
 makes more model calls than it scripted fails loudly instead of hanging.
+
+A reply can also stream like a real model under load (benchmarks): ``tokens_per_second``
+paces its text pieces, and ``stamped_tokens`` sends that many pieces of the form
+``t=<time.time_ns()>\n`` written at the moment each is sent, so a client can tell how
+long every piece took to reach it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -27,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = [
+    "STAMP_PREFIX",
     "FakeOpenAIServer",
     "FakeReply",
     "error_reply",
@@ -49,6 +56,14 @@ class FakeReply:
     """Stop after the text chunks and hold the stream open until release() (Stop tests)."""
     usage: dict[str, Any] | None = None
     """The usage chunk to send as is (known numbers for cost tests); None estimates it."""
+    tokens_per_second: float = 0.0
+    """Pace of the text pieces (0: as fast as the socket takes them)."""
+    stamped_tokens: int = 0
+    """Text pieces ``t=<ns>\n`` stamped when sent, streamed before ``text``."""
+
+
+STAMP_PREFIX = "t="
+"""Starts each stamped piece; the rest of the line is ``time.time_ns()`` at sending."""
 
 
 def text_reply(text: str) -> FakeReply:
@@ -209,6 +224,9 @@ class FakeOpenAIServer:
                 self.end_headers()
                 prompt_chars = len(json.dumps(body.get("messages", [])))
                 chunks = _sse_chunks(reply, body.get("model", "fake-model"), prompt_chars)
+                if reply.stamped_tokens:
+                    self._stream_stamped(reply, chunks[0])
+                    chunks = chunks[1:]
                 for number, chunk in enumerate(chunks):
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
@@ -216,6 +234,19 @@ class FakeOpenAIServer:
                         server._released.wait(timeout=30)
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
+
+            def _stream_stamped(self, reply: FakeReply, first: dict[str, Any]) -> None:
+                """The role chunk, then ``stamped_tokens`` pieces at the reply's pace."""
+                self.wfile.write(f"data: {json.dumps(first)}\n\n".encode())
+                gap = 1 / reply.tokens_per_second if reply.tokens_per_second else 0.0
+                due = time.monotonic()
+                for _ in range(reply.stamped_tokens):
+                    due += gap
+                    time.sleep(max(0.0, due - time.monotonic()))
+                    delta = {"content": f"{STAMP_PREFIX}{time.time_ns()}\n"}
+                    piece = {**first, "choices": [{"index": 0, "delta": delta}]}
+                    self.wfile.write(f"data: {json.dumps(piece)}\n\n".encode())
+                    self.wfile.flush()
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True

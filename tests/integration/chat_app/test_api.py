@@ -108,7 +108,7 @@ def test_an_api_turn_runs_unattended_to_completion(alice_client, conversation):
     assert outcome["status"] == "completed"
     assert "read" in outcome["text"]
     conversation.refresh_from_db()
-    assert conversation.title == "which tools do I have?"
+    assert conversation.title == "Which tools do I have?"
     detail = alice_client.get(f"/api/runs/{outcome['run_id']}").json()
     assert detail["attended"] is False
     assert "ask_user_question" not in detail["tools"]  # withheld when nobody is attending

@@ -4,15 +4,15 @@ import asyncio
 
 from channels.layers import get_channel_layer
 
-from chat_app.relay import GroupRelay, coalesce_streamed
+from chat_app.relay import RELAY_WINDOW_SECONDS, GroupRelay, coalesce_streamed
 
 
 async def _receive_until_finished(layer, channel) -> list[dict]:
     events = []
     while True:
         message = await asyncio.wait_for(layer.receive(channel), timeout=5)
-        events.append(message["event"])
-        if message["event"]["type"] == "turn_finished":
+        events.extend(message["events"])
+        if events[-1]["type"] == "turn_finished":
             return events
 
 
@@ -37,7 +37,33 @@ async def test_a_lone_update_goes_out_without_waiting_for_the_window():
     await layer.group_add("relay.lone", channel)
     await GroupRelay("relay.lone").send({"type": "text_delta", "text": "hi"})
     message = await asyncio.wait_for(layer.receive(channel), timeout=5)
-    assert message["event"] == {"type": "text_delta", "text": "hi"}
+    assert message["events"] == [{"type": "text_delta", "text": "hi"}]
+
+
+async def test_a_step_of_several_events_travels_as_one_message_in_order():
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("relay.step", channel)
+    step = [
+        {"type": "tool_call_started", "call_id": f"c{i}", "name": "todo_read"} for i in range(3)
+    ]
+    await GroupRelay("relay.step").send(*step)
+    message = await asyncio.wait_for(layer.receive(channel), timeout=5)
+    assert message["events"] == step
+
+
+def test_coalescing_merges_only_streamed_events():
+    events = [
+        {"type": "model_call", "step": 1},
+        {"type": "model_call", "step": 2},
+        {"type": "text_delta", "text": "a"},
+        {"type": "text_delta", "text": "b"},
+    ]
+    assert coalesce_streamed(events) == [
+        {"type": "model_call", "step": 1},
+        {"type": "model_call", "step": 2},
+        {"type": "text_delta", "text": "ab"},
+    ]
 
 
 def test_coalescing_keeps_calls_apart_and_keeps_the_tail_of_long_output():
@@ -55,3 +81,39 @@ def test_coalescing_keeps_calls_apart_and_keeps_the_tail_of_long_output():
     ]
     assert len(merged[0]["text"]) == 20_000
     assert merged[0]["text"].endswith("y" * 15_000)
+
+
+async def test_text_streamed_at_a_models_pace_shares_frames_and_waits_at_most_a_window():
+    """50 pieces a second under load come ~10-20 ms apart: most frames carry several."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("relay.paced", channel)
+    relay = GroupRelay("relay.paced")
+    loop = asyncio.get_running_loop()
+    sent_at: dict[int, float] = {}
+    waits: list[float] = []
+    messages = 0
+
+    async def receive_all() -> str:
+        nonlocal messages
+        text = ""
+        while len(text.split(",")) <= 30:
+            message = await asyncio.wait_for(layer.receive(channel), timeout=5)
+            messages += 1
+            for event in message["events"]:
+                assert event["type"] == "text_delta"
+                for piece in filter(None, event["text"].split(",")):
+                    waits.append(loop.time() - sent_at[int(piece)])
+                text += event["text"]
+        return text
+
+    receiver = asyncio.create_task(receive_all())
+    for i in range(30):
+        sent_at[i] = loop.time()
+        await relay.send({"type": "text_delta", "text": f"{i},"})
+        await asyncio.sleep(0.01)  # the model's pace, not a wait for a condition
+    text = await receiver
+
+    assert text == "".join(f"{i}," for i in range(30))
+    assert messages <= 22
+    assert max(waits) < RELAY_WINDOW_SECONDS + 0.25

@@ -32,7 +32,7 @@ def test_the_title_comes_from_the_first_message(conversation):
     )
     run_finish(run_id=run.pk, status="completed", text="ok")
     conversation.refresh_from_db()
-    assert conversation.title == "Please help me plan a trip to the…"
+    assert conversation.title == "Please help me plan a trip to the mountains next…"
     run_start(conversation=conversation, text="another question", attended=True)
     conversation.refresh_from_db()
     assert conversation.title.startswith("Please help me")
@@ -137,7 +137,7 @@ def test_finishing_a_stopped_run_closes_its_open_calls_and_keeps_partial_text(co
     message = run_finish(run_id=run.pk, status="stopped", text="partial ans")
     run.refresh_from_db()
     assert (run.status, run.text, message.text) == ("stopped", "partial ans", "partial ans")
-    assert ToolCallRecord.objects.get(run=run).status == "error"
+    assert ToolCallRecord.objects.get(run=run).status == "stopped"  # not an error
 
 
 def test_a_nested_call_keeps_its_parent(conversation):

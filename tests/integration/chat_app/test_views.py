@@ -31,22 +31,41 @@ def finished_run(conversation):
     return run
 
 
-def test_home_opens_the_newest_conversation(alice_client, conversation):
-    response = alice_client.get("/")
-    assert response.status_code == 302
-    assert response["Location"] == f"/c/{conversation.public_id}/"
-
-
-def test_home_without_conversations_invites_a_new_chat(alice_client):
+def test_home_is_a_new_chat_with_the_composer_and_the_sidebar(alice_client, conversation):
     response = alice_client.get("/")
     assert response.status_code == 200
-    assert b"Start a new chat" in response.content
+    html = response.content.decode()
+    assert 'id="composer-text"' in html and 'data-landing="true"' in html
+    assert f'href="/c/{conversation.public_id}/"' in html  # listed under "Today"
+    assert ">Today</h2>" in html
 
 
-def test_new_chat_creates_a_conversation_for_its_owner(alice_client, alice):
-    response = alice_client.post("/c/new/")
-    assert response.status_code == 302
-    assert alice.conversations.count() == 1
+def test_opening_the_home_page_creates_no_conversation(alice_client, alice):
+    assert alice_client.get("/").status_code == 200
+    assert alice.conversations.count() == 0
+
+
+def test_the_markdown_export_has_the_message_and_the_reply(
+    alice_client, conversation, finished_run
+):
+    response = alice_client.get(f"/c/{conversation.public_id}/export.md")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/markdown")
+    assert "attachment;" in response["Content-Disposition"]
+    text = response.content.decode()
+    assert text.startswith("# Trip\n")
+    assert "## You\n\nplan <b>it</b>" in text and "**Done**" in text
+
+
+def test_the_export_leaves_out_runs_replaced_by_an_edit(alice_client, conversation, finished_run):
+    finished_run.superseded = True
+    finished_run.save()
+    text = alice_client.get(f"/c/{conversation.public_id}/export.md").content.decode()
+    assert "plan <b>it</b>" not in text
+
+
+def test_bob_gets_404_for_the_export_of_alices_conversation(bob_client, conversation):
+    assert bob_client.get(f"/c/{conversation.public_id}/export.md").status_code == 404
 
 
 def test_the_page_has_the_composer_with_its_pickers(alice_client, conversation):

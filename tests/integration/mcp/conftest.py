@@ -13,7 +13,12 @@ import pytest
 from openprogram.mcp import Backoff, MCPManager, MCPServerConfig
 
 DEMO_SERVER = Path(__file__).parent / "servers" / "demo_server.py"
+PROTOCOL_SERVER = Path(__file__).parent / "servers" / "protocol_server.py"
 TIME_SERVER = Path(sys.executable).with_name("mcp-server-time")
+MODERN = "2026-07-28"
+"""The protocol revision the installed SDK speaks (and our client asks for first)."""
+LEGACY = "2025-11-25"
+"""The newest revision of the initialize handshake: what servers before 2026 speak."""
 WAIT = 20.0
 """Upper bound for a condition to hold; a healthy run meets it in about a second."""
 
@@ -26,6 +31,17 @@ def demo_config(name: str = "demo", **overrides: Any) -> MCPServerConfig:
     }
     settings.update(overrides)
     return MCPServerConfig(name=name, **settings)
+
+
+def protocol_config(**overrides: Any) -> MCPServerConfig:
+    """The protocol-features server (elicitation, structured output, prompts, resources)."""
+    settings: dict[str, Any] = {
+        "command": sys.executable,
+        "args": [str(PROTOCOL_SERVER)],
+        "timeout": 10.0,
+    }
+    settings.update(overrides)
+    return MCPServerConfig(name="proto", **settings)
 
 
 def is_ready(status: dict[str, Any]) -> bool:
@@ -68,3 +84,30 @@ def manager(clean_registry) -> Iterator[MCPManager]:
     own = MCPManager(backoff=Backoff(initial=0.05, maximum=0.4))
     yield own
     own.shutdown()
+
+
+@pytest.fixture(scope="module")
+def proto(request, tmp_path_factory) -> Iterator[MCPManager]:
+    """One protocol server for a module; ``proto.marker_dir`` is where it leaves markers.
+
+    Parametrize indirectly with a protocol revision (``"2025-11-25"`` makes it an older
+    server without ``server/discover``); the default is the SDK's own, 2026-07-28.
+    """
+    from openprogram.programs.registry import restore_registry, snapshot_registry
+
+    snapshot = snapshot_registry()
+    marker_dir = tmp_path_factory.mktemp("proto-markers")
+    own = MCPManager(backoff=Backoff(initial=0.05, maximum=0.4))
+    own.marker_dir = marker_dir  # type: ignore[attr-defined]
+    own.revision = getattr(request, "param", MODERN)  # type: ignore[attr-defined]
+    own.server_env = {  # type: ignore[attr-defined]
+        "PROTOCOL_MARKER_DIR": str(marker_dir),
+        "PROTOCOL_REVISION": own.revision,  # type: ignore[attr-defined]
+    }
+    try:
+        own.add(protocol_config(env=own.server_env))  # type: ignore[attr-defined]
+        own.wait_for("proto", is_ready, timeout=WAIT)
+        yield own
+    finally:
+        own.shutdown()
+        restore_registry(snapshot)

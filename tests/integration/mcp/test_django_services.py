@@ -102,3 +102,15 @@ async def test_admin_saves_actions_and_deletes_reach_the_running_manager(live, a
 
     await sync_to_async(row.delete)()
     assert "demo" not in manager.names()
+
+
+@pytest.mark.django_db
+def test_the_expose_switch_of_a_row_and_of_imported_json_reaches_the_config():
+    from tools_app.mcp_services import mcp_server_config, mcp_servers_import
+
+    assert mcp_server_config(server=_demo_row()).expose is True
+    assert mcp_server_config(server=_demo_row(name="quiet", expose=False)).expose is False
+    (imported,) = mcp_servers_import(
+        data={"mcpServers": {"hidden": {"command": "x", "expose": False}}}
+    )
+    assert imported.expose is False

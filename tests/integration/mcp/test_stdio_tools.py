@@ -127,7 +127,7 @@ async def test_it_enforces_the_per_server_timeout_and_stays_usable(demo):
     demo.update(demo_config(timeout=0.5)).result(WAIT)
     try:
         slow = _tool("slow_count")
-        assert slow.timeout == 0.5
+        assert slow.server_timeout == 0.5
         updates: list[str] = []
         result = await slow.execute("c9", {"steps": 100, "delay": 0.05}, on_update=updates.append)
     finally:

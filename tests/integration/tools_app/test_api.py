@@ -108,7 +108,9 @@ def test_staff_disables_a_tool_and_it_leaves_the_resolved_set(client, staff_user
     after = _call(client, "POST", "/api/resolve", {"profile": "default"}).json()
     assert "read_notes" not in after["tools"]
     entry = next(e for e in after["explain"] if e["name"] == "read_notes")
-    assert (entry["layer"], entry["reason"]) == ("L5", "globally disabled")
+    # The admin's reason travels with the trace, so the chat and the API can show it.
+    assert (entry["layer"], entry["reason"]) == ("L5", "globally disabled: broken")
+    assert entry["words"] == "Turned off for everyone by an admin: broken"
     client.force_login(staff_user)
     _call(client, "PUT", "/api/tools/read_notes/disable", {"disabled": False})
     client.force_login(alice)

@@ -44,3 +44,32 @@ def test_a_failed_server_is_a_notice_on_the_programs_page(live_mcp, alice_client
     assert 'data-testid="notices"' in html
     assert "MCP server &#x27;broken&#x27; failed" in html
     assert escape(status["error"]) in html
+
+
+def test_the_catalog_shows_open_world_tools_and_hides_a_server_that_is_not_exposed(
+    live_mcp, alice_client
+):
+    from tests.integration.mcp.conftest import PROTOCOL_SERVER
+
+    MCPServer.objects.create(name="proto", command=sys.executable, args=[str(PROTOCOL_SERVER)])
+    MCPServer.objects.create(
+        name="quiet", command=sys.executable, args=[str(DEMO_SERVER)], expose=False
+    )
+    mcp_servers_start()
+    get_mcp_manager().wait_for("proto", is_ready, timeout=WAIT)
+    get_mcp_manager().wait_for("quiet", is_ready, timeout=WAIT)
+    html = alice_client.get("/programs/catalog/?source=mcp").content.decode()
+    rows = {chunk.split('"', 1)[0]: chunk for chunk in html.split('data-tool="')[1:]}
+    assert 'data-testid="badge-open-world"' in rows["mcp__proto__forecast"]
+    assert 'data-testid="badge-open-world"' not in rows["mcp__proto__ask_profile"]
+    # Registered (scripts and explain see it) but, like any expose=False tool, not listed.
+    assert "mcp__quiet__echo" in get_mcp_manager().status("quiet")["tools"]
+    assert "mcp__quiet__echo" not in rows
+    api = {t["name"]: t for t in alice_client.get("/api/tools?source=mcp").json()}
+    assert api["mcp__proto__forecast"]["hints"] == {
+        "read_only": True,
+        "destructive": False,
+        "open_world": True,
+    }
+    detail = alice_client.get("/programs/tools/mcp__proto__forecast/").content.decode()
+    assert "reads only; reaches the outside world (open world);" in detail

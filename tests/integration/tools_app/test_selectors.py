@@ -40,7 +40,7 @@ def test_turn_inputs_for_a_plain_profile(alice, admin_user):
         "toolset": None,
         "allow": None,
         "deny": None,
-        "disabled": {"write_notes"},
+        "disabled": {"write_notes": ""},  # name → the admin's reason (none given)
         "system_prompt": None,
         "model": None,
         "named_profiles": {"lean": ["read_notes"]},
@@ -88,7 +88,7 @@ def test_resolution_drops_a_globally_disabled_tool_from_a_profile(alice, admin_u
     resolution = selectors.resolution_for(owner=alice, profile_name="p")
     assert resolution.names == ["read_notes"]
     decision = resolution.decision("write_notes")
-    assert (decision.layer, decision.reason) == ("L5", "globally disabled")
+    assert (decision.layer, decision.reason) == ("L5", "globally disabled: flaky")
 
 
 def test_resolution_explains_a_missing_env_as_layer_four(alice):

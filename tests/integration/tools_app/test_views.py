@@ -102,7 +102,9 @@ def test_staff_disable_triggers_a_refresh_and_drops_the_tool(staff_client, staff
         "/programs/tools/read_notes/disable/", {"disabled": "1", "reason": "broken"}, **HX
     )
     assert response["HX-Trigger"] == "tools-changed"
-    assert "Not offered — L5: globally disabled" in response.content.decode()
+    html = response.content.decode()
+    assert "Not offered: Turned off for everyone by an admin: broken." in html
+    assert "<code>L5</code> globally disabled: broken" in html  # the code, kept in a details
     assert selectors.globally_disabled_names() == {"read_notes"}
     resolved = selectors.resolution_for(owner=staff_user, profile_name="default").names
     assert "read_notes" not in resolved
@@ -139,7 +141,8 @@ def test_the_catalog_marks_what_the_selected_profile_holds(alice, alice_client):
     html = alice_client.get("/programs/catalog/?profile=lean", **HX).content.decode()
     assert html.count('data-testid="badge-in-profile"') == 1
     area = alice_client.post("/programs/profiles/lean/tools/add/", {"tool": "web_lookup"}, **HX)
-    assert area["HX-Trigger"] == "profile-changed"
+    # After the swap: listeners then read the newly selected profile from the page.
+    assert area["HX-Trigger-After-Swap"] == "profile-changed"
     html = alice_client.get("/programs/catalog/?profile=lean", **HX).content.decode()
     assert html.count('data-testid="badge-in-profile"') == 2
 

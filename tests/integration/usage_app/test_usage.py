@@ -191,6 +191,8 @@ async def test_a_nested_runs_budget_check_counts_the_whole_runs_calls(alice):
     assert await turn.budget_check(0.0) is None
 
     # The outer loop's call, then a nested run asking with only its own (zero) cost.
-    await turn._record_model_call({"model": MODEL, "cost_usd": 1.5, "prompt_tokens": 10})
+    await turn.emit({"type": "model_call", "model": MODEL, "cost_usd": 1.5, "prompt_tokens": 10})
+    await turn.flush()
 
     assert "budget" in (await turn.budget_check(0.0) or "")
+    assert await ModelCall.objects.filter(run=run, cost_usd=Decimal("1.5")).aexists()

@@ -43,7 +43,7 @@ _PIXEL_PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 
-server = MCPServer("demo", subscriptions=False, log_level="WARNING")
+server = MCPServer("demo", log_level="WARNING")
 
 
 @server.tool(description="Echo the given text back.")
@@ -80,6 +80,13 @@ def pixel() -> list:
     return ["a single pixel", Image(data=_PIXEL_PNG, format="png")]
 
 
+async def _announce_tools_changed(ctx: Context) -> None:
+    # A 2025-era client hears the notification; a 2026-07-28 client hears of the
+    # change on the subscriptions/listen stream it keeps open.
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
+
+
 def _bonus(word: str) -> str:
     return f"bonus {word}"
 
@@ -88,7 +95,7 @@ def _bonus(word: str) -> str:
 async def evolve(ctx: Context) -> str:
     server.add_tool(_bonus, name="bonus", description="A tool that appeared later.")
     server.remove_tool("add")
-    await ctx.session.send_tool_list_changed()
+    await _announce_tools_changed(ctx)
     return "evolved"
 
 
@@ -96,7 +103,7 @@ async def evolve(ctx: Context) -> str:
 async def rewrite_echo(description: str, ctx: Context) -> str:
     server.remove_tool("echo")
     server.add_tool(echo, name="echo", description=description)
-    await ctx.session.send_tool_list_changed()
+    await _announce_tools_changed(ctx)
     return "rewritten"
 
 
@@ -115,6 +122,16 @@ for _index in range(int(os.environ.get("DEMO_EXTRA_TOOLS", "0"))):
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        import uvicorn
+
+        # A 2026-07-28 client keeps a subscriptions/listen stream open; uvicorn would wait
+        # for it on SIGTERM, and the tests stop this server while clients are connected.
+        uvicorn.run(
+            server.streamable_http_app(host="127.0.0.1"),
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
     else:
         server.run("stdio")

@@ -3,6 +3,8 @@
 It speaks just enough JSON-RPC for the handshake and ``tools/list``. Calling
 ``rpc_error`` answers with a JSON-RPC error instead of a result; calling
 ``malformed`` answers with a result whose ``content`` is not a list.
+``lying_structured`` declares an output schema and returns structured content
+that breaks it; ``missing_structured`` declares one and returns none.
 """
 
 from __future__ import annotations
@@ -17,6 +19,18 @@ _TOOLS = [
         "inputSchema": {"type": "object", "properties": {}},
     }
     for name in ("rpc_error", "malformed")
+] + [
+    {
+        "name": name,
+        "description": f"Misbehaves: {name}.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"celsius": {"type": "number"}},
+            "required": ["celsius"],
+        },
+    }
+    for name in ("lying_structured", "missing_structured")
 ]
 
 
@@ -35,6 +49,13 @@ def _answer(request: dict) -> dict | None:
         reply["result"] = {"tools": _TOOLS}
     elif method == "tools/call" and request["params"]["name"] == "rpc_error":
         reply["error"] = {"code": -32602, "message": "the raw server refuses"}
+    elif method == "tools/call" and request["params"]["name"] == "lying_structured":
+        reply["result"] = {
+            "content": [{"type": "text", "text": "warm"}],
+            "structuredContent": {"celsius": "warm"},
+        }
+    elif method == "tools/call" and request["params"]["name"] == "missing_structured":
+        reply["result"] = {"content": [{"type": "text", "text": "21.5"}]}
     elif method == "tools/call":
         reply["result"] = {"content": "not a list", "isError": False}
     else:

@@ -75,3 +75,119 @@ def test_only_tools_that_share_a_term_are_returned():
     index = SearchIndex.build([_tool("read_file", "Read a file."), _tool("send_email", "Mail.")])
     assert [tool.name for tool in index.rank("file", 10)] == ["read_file"]
     assert index.rank("weather", 10) == []
+
+
+def _names(index: SearchIndex, query: str, limit: int = 5) -> list[str]:
+    return [tool.name for tool in index.rank(query, limit)]
+
+
+def test_words_in_any_script_are_searchable():
+    appliance = _tool("control_appliance", "Turn devices on or off, e.g. 거실 에어컨 실행.")
+    index = SearchIndex.build([_tool("read_file", "Read a file."), appliance])
+    assert _names(index, "거실 에어컨 켜줘") == ["control_appliance"]
+
+
+def test_chinese_text_without_spaces_matches_by_character_pairs():
+    weather = _tool("tianqi", "查询城市天气预报")
+    index = SearchIndex.build([_tool("read_file", "Read a file."), weather])
+    assert _names(index, "北京明天的天气怎么样") == ["tianqi"]
+
+
+def test_a_camel_case_word_is_found_split_or_whole():
+    thinq = _tool("ThinQ_Connect", "Send a command to a home appliance.")
+    index = SearchIndex.build([_tool("think_tank", "Brainstorm ideas."), thinq])
+    assert _names(index, "thinq") == ["ThinQ_Connect"]
+    assert _names(index, "ThinQ") == ["ThinQ_Connect"]
+
+
+def test_a_query_drops_the_filler_of_a_spoken_request():
+    assert search_terms("hey, can you help me check the weather?", query=True) == [
+        "check",
+        "weather",
+    ]
+    helper = _tool("help", "Show help about this assistant.")
+    weather = _tool("get_weather", "Current weather for a city.")
+    index = SearchIndex.build([helper, weather])
+    assert _names(index, "hi, could you help me with the weather in Paris") == ["get_weather"]
+
+
+def test_a_query_of_only_filler_still_searches_its_words():
+    assert search_terms("help", query=True) == ["help"]
+    helper = _tool("help", "Show help about this assistant.")
+    assert SearchIndex.build([helper, _tool("get_weather", "Weather.")]).rank("help", 5) == [helper]
+
+
+def test_a_misspelt_word_finds_the_word_one_edit_away():
+    weather = _tool("get_weather", "Current weather for a city.")
+    feather = _tool("pluck_feather", "Remove a feather from a bird.")
+    index = SearchIndex.build([feather, weather])
+    assert _names(index, "wether in paris") == ["get_weather"]
+    assert _names(index, "current wheather") == ["get_weather"]
+
+
+def test_a_known_word_is_not_widened_to_its_neighbours():
+    cart = _tool("add_to_cart", "Add a product to the cart.")
+    card = _tool("charge_card", "Charge a credit card.")
+    assert _names(SearchIndex.build([card, cart]), "cart") == ["add_to_cart"]
+
+
+def test_a_misspelling_counts_less_than_the_word_itself():
+    typo_hit = _tool("list_files", "List the files in a folder.")
+    exact_hit = _tool("list_filers", "List the filers of a tax office.")
+    index = SearchIndex.build([typo_hit, exact_hit])
+    assert _names(index, "filers")[0] == "list_filers"
+
+
+def test_the_first_sentence_of_a_description_says_what_a_tool_does():
+    # Same words, same lengths: only where "weather" stands differs.
+    forecast = _tool("city_report", "Weather for a city. Includes flight delays and traffic.")
+    flights = _tool("city_status", "Flight delays for a city. Includes weather and traffic.")
+    index = SearchIndex.build([flights, forecast])
+    assert _names(index, "weather") == ["city_report", "city_status"]
+    assert _names(index, "flight delays") == ["city_status", "city_report"]
+
+
+def test_reworded_copies_of_one_tool_move_behind_a_different_tool():
+    first = _tool(
+        "Weather_1_GetWeather",
+        "Retrieves the weather forecast for a specified city on a particular date.",
+        {"type": "object", "properties": {"city": {"type": "string"}, "date": {"type": "string"}}},
+    )
+    copy = _tool(
+        "Weather_1_GetWeather_copy",
+        "Retrieve the weather forecast for a specified city on a given date.",
+        {"type": "object", "properties": {"city": {"type": "string"}, "date": {"type": "string"}}},
+    )
+    other = _tool("get_current_weather", "Current weather conditions at a location.")
+    ranked = _names(SearchIndex.build([first, copy, other]), "weather forecast city", 3)
+    assert ranked == ["Weather_1_GetWeather", "get_current_weather", "Weather_1_GetWeather_copy"]
+
+
+def test_the_same_tools_reuse_one_index_and_a_replaced_tool_gets_a_new_one():
+    tools = [_tool("read_file", "Read a file."), _tool("send_email", "Mail.")]
+    index = SearchIndex.for_tools(tools)
+    assert SearchIndex.for_tools(list(tools)) is index
+    renamed = [tools[0], _tool("send_email", "Send an email.")]
+    assert SearchIndex.for_tools(renamed) is not index
+    assert _names(SearchIndex.for_tools(renamed), "email") == ["send_email"]
+
+
+def test_derived_forms_of_a_word_meet_through_the_stemmer():
+    assert search_terms("connection") == search_terms("connected") == search_terms("connecting")
+    assert search_terms("generously") == search_terms("generous")
+    index = SearchIndex.build(
+        [_tool("link_status", "Report whether the server is connected."), _tool("other", "x")]
+    )
+    assert [t.name for t in index.rank("connection", 5)] == ["link_status"]
+
+
+def test_a_query_word_inside_a_compound_name_lifts_that_tool():
+    index = SearchIndex.build(
+        [
+            _tool("seat_map", "Show the seats on planes."),
+            _tool("flightbooker", "Reserve seats on planes."),
+        ]
+    )
+    # Both share only "seats"; seat_map has it in its name, yet "flight" and "booking"
+    # are spelt inside flightbooker.
+    assert [t.name for t in index.rank("seats flight booking", 2)] == ["flightbooker", "seat_map"]

@@ -1,0 +1,74 @@
+"""What a browser downloads to show a page: every response's bytes on the wire.
+
+Chromium reports each response body's encoded size (``Request.sizes()``), so a
+server or proxy that compresses is credited and one that does not is not. The
+gzip column says what compression would bring (level 6, what proxies use).
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+
+__all__ = ["PageWeight", "Transfer", "page_weight"]
+
+
+@dataclass(frozen=True)
+class Transfer:
+    path: str
+    content_type: str
+    raw_bytes: int
+    wire_bytes: int
+    """Body as transferred (after any Content-Encoding), plus the response headers."""
+    gzip_bytes: int
+
+
+@dataclass(frozen=True)
+class PageWeight:
+    url: str
+    transfers: list[Transfer]
+
+    @property
+    def wire_bytes(self) -> int:
+        return sum(t.wire_bytes for t in self.transfers)
+
+    @property
+    def raw_bytes(self) -> int:
+        return sum(t.raw_bytes for t in self.transfers)
+
+    @property
+    def gzip_bytes(self) -> int:
+        return sum(t.gzip_bytes for t in self.transfers)
+
+
+def page_weight(page, url: str) -> PageWeight:
+    """Load ``url`` with the cache off and add up everything the page fetched over HTTP."""
+    responses = []
+
+    def collect(response) -> None:  # Playwright tags its handlers: a bound builtin won't do
+        responses.append(response)
+
+    page.on("response", collect)
+    # A first visit: nothing from the browser's cache (Chromium only, through DevTools).
+    devtools = page.context.new_cdp_session(page)
+    devtools.send("Network.enable")
+    devtools.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    page.goto(url, wait_until="networkidle")
+    origin = url.split("/", 3)[:3]
+    transfers: list[Transfer] = []
+    for response in responses:
+        if response.request.resource_type == "websocket" or response.status in (301, 302):
+            continue
+        body = response.body()
+        sizes = response.request.sizes()
+        transfers.append(
+            Transfer(
+                path=response.url.removeprefix("/".join(origin)),
+                content_type=(response.headers.get("content-type") or "").split(";")[0],
+                raw_bytes=len(body),
+                wire_bytes=sizes["responseBodySize"] + sizes["responseHeadersSize"],
+                gzip_bytes=len(gzip.compress(body, compresslevel=6)),
+            )
+        )
+    page.remove_listener("response", collect)
+    return PageWeight(url=url, transfers=transfers)

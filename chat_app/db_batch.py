@@ -1,0 +1,153 @@
+"""Group commit for the running turns' small database jobs: one thread hop per batch.
+
+Every running turn writes its events, checks its owner's budget and renews its lease
+with short database jobs. Sent one by one through Channels' single database thread,
+each job paid for a thread hop, two event-loop wake-ups, a fresh connection (Django
+closes it after every ``database_sync_to_async`` call) and a commit: under 100
+simultaneous turns that overhead was most of the server's CPU. Here the jobs of all
+turns of a process queue up while a batch runs, and the next batch runs them together:
+one hop to the same database thread, one transaction (a failing job rolls back only
+its own writes and raises in its own caller).
+
+A job's caller still awaits its own result, so what a turn relies on ("this event is
+in history before any tab sees it") holds exactly as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from channels.db import database_sync_to_async
+from django.db import close_old_connections, connection, transaction
+
+__all__ = ["run_batched"]
+
+_T = TypeVar("_T")
+_SERVER_DB_THREADS = 4
+"""Batches in flight at once on PostgreSQL (each its own thread and connection)."""
+_MAX_BATCH = 200
+"""Jobs per transaction: a long queue is worked off in slices, so no batch holds the
+database's write lock for long."""
+
+
+@dataclass
+class _Job:
+    fn: Callable[..., Any]
+    kwargs: dict[str, Any]
+    future: asyncio.Future[Any]
+
+
+def _run_jobs(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list[tuple[bool, Any]]:
+    """Run jobs in one transaction; ``(ok, result or exception)`` for each.
+
+    If one fails, the whole batch is rolled back and each job runs again in a
+    transaction of its own, so only the failing one fails (and raises in its caller).
+    Failures are rare; a savepoint per job would cost two statements each time.
+    """
+    try:
+        with transaction.atomic():
+            return [(True, fn(**kwargs)) for fn, kwargs in jobs]
+    except Exception:
+        if len(jobs) == 1:
+            raise
+    results: list[tuple[bool, Any]] = []
+    for fn, kwargs in jobs:
+        try:
+            with transaction.atomic():
+                results.append((True, fn(**kwargs)))
+        except Exception as exc:
+            results.append((False, exc))
+    return results
+
+
+def _run_in_pool_thread(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> Any:
+    # What Channels' database_sync_to_async does around a call, in a thread of our own.
+    close_old_connections()
+    try:
+        return _run_jobs(jobs)
+    finally:
+        close_old_connections()
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _run_batch_in_thread(
+    jobs: list[tuple[Callable[..., Any], dict[str, Any]]],
+) -> Awaitable[list[tuple[bool, Any]]]:
+    """SQLite: Channels' database thread (one writer suits it, and its connection is
+    shared with the rest of the app). Client-server databases: a small pool of our own,
+    so batches run side by side instead of queueing behind one thread's round trips."""
+    global _pool
+    if connection.vendor == "sqlite":
+        return database_sync_to_async(_run_jobs)(jobs)
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_SERVER_DB_THREADS, thread_name_prefix="db-batch")
+    return asyncio.get_running_loop().run_in_executor(_pool, _run_in_pool_thread, jobs)
+
+
+class _Batcher:
+    """The queue of one event loop: jobs wait while batches run, then go together."""
+
+    def __init__(self) -> None:
+        self._pending: list[_Job] = []
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def run(self, fn: Callable[..., _T], kwargs: dict[str, Any]) -> _T:
+        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Job(fn, kwargs, future))
+        self._start_batches()
+        # A cancelled caller leaves its job to run (it may already be running); it just
+        # stops waiting for the answer.
+        return await future
+
+    def _start_batches(self) -> None:
+        limit = 1 if connection.vendor == "sqlite" else _SERVER_DB_THREADS
+        while self._pending and len(self._running) < limit:
+            batch, self._pending = self._pending[:_MAX_BATCH], self._pending[_MAX_BATCH:]
+            task = asyncio.create_task(self._run_batch(batch))
+            self._running.add(task)
+            task.add_done_callback(self._batch_done)
+
+    def _batch_done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._start_batches()
+
+    async def _run_batch(self, batch: list[_Job]) -> None:
+        try:
+            results = await _run_batch_in_thread([(job.fn, job.kwargs) for job in batch])
+        except Exception as exc:  # a lone job failed, or the commit did
+            for job in batch:
+                if not job.future.done():
+                    job.future.set_exception(exc)
+            return
+        except BaseException:  # cancelled: the loop is shutting down
+            for job in batch:
+                job.future.cancel()
+            raise
+        for job, (ok, value) in zip(batch, results, strict=True):
+            if job.future.done():
+                continue
+            if ok:
+                job.future.set_result(value)
+            else:
+                job.future.set_exception(value)
+
+
+_batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def run_batched(fn: Callable[..., _T], /, **kwargs: Any) -> _T:
+    """``fn(**kwargs)`` in the database thread, batched with other turns' jobs; its result."""
+    loop = asyncio.get_running_loop()
+    batcher = _batchers.get(loop)
+    if batcher is None:
+        batcher = _batchers[loop] = _Batcher()
+    return await batcher.run(fn, kwargs)

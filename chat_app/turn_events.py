@@ -1,0 +1,181 @@
+"""A running turn's event stream: numbered, written to run history, relayed to its tabs.
+
+Every event is numbered (``seq``) and queued in the turn's outbox; a pump task hands
+the outbox over step by step: what it holds is written to run history (``RunEvent``
+rows, the model-call ledger) in one database job, batched with other turns' jobs
+(``chat_app.db_batch``), and then sent to the group ``chat.<id>``, which every open tab
+of the conversation joins, as one message. So history order is socket order and no
+tab sees an event history lacks. Streamed events alone (text deltas, tool output) are
+the exception: sent at once, written in coalesced batches at most 0.25 s later, so a
+streaming model does not write one row per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from chat_app.db_batch import run_batched
+from chat_app.relay import STREAMED, GroupRelay, coalesce_streamed
+
+__all__ = ["TurnEvents"]
+
+_log = logging.getLogger(__name__)
+
+_FLUSH_AFTER_SECONDS = 0.25
+_FLUSH_AFTER_CHARS = 8_000
+
+
+class TurnEvents:
+    """The event half of :class:`chat_app.turns.ActiveTurn` (which sets ``run_id``,
+    ``owner_id``, ``seq`` and ``_run_cost`` and calls :meth:`_events_init`)."""
+
+    run_id: int
+    owner_id: int
+    seq: int
+    _run_cost: float
+
+    def _events_init(self, *, group: str) -> None:
+        self._outbox: list[dict[str, Any]] = []
+        self._pump: asyncio.Task[None] | None = None
+        self._history_error: Exception | None = None
+        self._handed_seq = 0
+        """Last seq the pump wrote to history (or, streamed, buffered for it)."""
+        self._handed = asyncio.Condition()
+        self._buffer: list[dict[str, Any]] = []
+        self._buffer_chars = 0
+        self._persist_lock = asyncio.Lock()
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._timed_flushes: set[asyncio.Future[None]] = set()
+        self._relay = GroupRelay(group)
+
+    async def emit(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Number one event and queue it for run history and every tab (module docstring).
+
+        Returns at once; the outbox pump writes and relays it. A failure to write history
+        raises here, at the next event, and ends the turn.
+        """
+        if self._history_error is not None:
+            raise self._history_error
+        self.seq += 1
+        event = {**event, "seq": self.seq, "run_id": self.run_id}
+        if event["type"] == "model_call":  # its ledger row is written with it (_history_write)
+            self._run_cost += float(event.get("cost_usd") or 0.0)
+        self._outbox.append(event)
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.create_task(self._pump_outbox())
+        return event
+
+    async def _pump_outbox(self) -> None:
+        """Hand over everything queued, step by step: history first, then the tabs."""
+        while self._outbox and self._history_error is None:
+            events, self._outbox = self._outbox, []
+            try:
+                if all(event["type"] in STREAMED for event in events):
+                    await self._buffer_streamed(events)
+                else:
+                    await self._write_history(extra=events)
+            except Exception as exc:
+                # Not relayed: a tab must never see what history does not have.
+                _log.exception("could not write events of run %r", self.run_id)
+                self._history_error = exc
+                await self._hand_over(self.seq)  # nothing more will be: stop the waiting
+                return
+            await self._hand_over(events[-1]["seq"])
+            await self._relay.send(*events)
+
+    async def _hand_over(self, seq: int) -> None:
+        async with self._handed:
+            self._handed_seq = seq
+            self._handed.notify_all()
+
+    async def _buffer_streamed(self, events: list[dict[str, Any]]) -> None:
+        if not self._buffer:
+            # Written within the window even if no further event ever comes (a model
+            # that streams and then stalls, a server that dies): crash loss ≤ 0.25 s.
+            self._flush_timer = asyncio.get_running_loop().call_later(
+                _FLUSH_AFTER_SECONDS, self._flush_on_timer
+            )
+        self._buffer.extend(events)
+        self._buffer_chars += sum(len(event.get("text", "")) for event in events)
+        if self._buffer_chars >= _FLUSH_AFTER_CHARS:
+            await self._write_history()
+
+    def _flush_on_timer(self) -> None:
+        self._flush_timer = None
+        task = asyncio.ensure_future(self._safe_flush())
+        self._timed_flushes.add(task)
+        task.add_done_callback(self._timed_flushes.discard)
+
+    async def _safe_flush(self) -> None:
+        try:
+            await self._write_history()
+        except Exception as exc:  # ends the turn at its next event, as a pump failure does
+            _log.exception("could not write streamed events of run %r", self.run_id)
+            self._history_error = self._history_error or exc
+
+    async def _pump_idle(self) -> None:
+        while self._pump is not None and not self._pump.done():
+            await asyncio.wait({self._pump})
+
+    async def flush(self) -> None:
+        """Write everything emitted so far to run history; raise if that failed.
+
+        Waits for the events emitted before the call only: a tool streaming without
+        pause must not keep a tab's connect (which flushes first) waiting.
+        """
+        target = self.seq
+        async with self._handed:
+            await self._handed.wait_for(
+                lambda: self._handed_seq >= target or self._history_error is not None
+            )
+        if self._history_error is not None:
+            raise self._history_error
+        await self._write_history()
+
+    @property
+    def history_failed(self) -> bool:
+        return self._history_error is not None
+
+    async def relay_unrecorded(self, *events: dict[str, Any]) -> None:
+        """Send ``events`` to the tabs without writing them: only for telling the tabs a
+        turn ended when history refused its events, so that no tab waits for an end that
+        never comes. Numbered after everything emitted, so no tab drops them as seen."""
+        await self._pump_idle()
+        numbered = []
+        for event in events:
+            self.seq += 1
+            numbered.append({**event, "seq": self.seq, "run_id": self.run_id})
+        await self._relay.send(*numbered)
+
+    async def _write_history(self, extra: list[dict[str, Any]] | None = None) -> None:
+        """Write buffered streamed events (then ``extra``) to run history, in one job."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        async with self._persist_lock:
+            batch = coalesce_streamed([*self._buffer, *(extra or ())])
+            self._buffer, self._buffer_chars = [], 0
+            if batch:
+                await run_batched(
+                    _history_write, run_id=self.run_id, owner_id=self.owner_id, events=batch
+                )
+
+
+def _history_write(*, run_id: int, owner_id: int, events: list[dict[str, Any]]) -> None:
+    """One step of a turn into history: its events, and a ledger row per model call."""
+    from django.db import transaction
+
+    from chat_app.services import run_record_events
+    from usage_app.services import model_call_record
+
+    run_record_events(run_id=run_id, events=events)
+    for event in events:
+        if event["type"] != "model_call":
+            continue
+        try:
+            with transaction.atomic():
+                model_call_record(user_id=owner_id, run_id=run_id, event=event)
+        except Exception:  # the ledger must not take the turn down; the run keeps the totals
+            _log.exception("could not record a model call of run %r", run_id)

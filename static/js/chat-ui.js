@@ -1,0 +1,259 @@
+// The chat page around the transcript: the sidebar (drawer on narrow screens, search,
+// rename/delete dialogs), copy buttons, code highlighting, and edit/regenerate buttons.
+// Edits and regenerations are handed to chat.js as a "chat:resend" event.
+(() => {
+  "use strict";
+
+  const csrf = (() => {
+    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; }
+    catch (_) { return ""; }
+  })();
+
+  async function api(method, path, body) {
+    const response = await fetch(path, {
+      method,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    if (!response.ok) {
+      let detail = response.statusText;
+      try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
+      throw new Error(detail);
+    }
+    return response.status === 204 ? null : response.json();
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // --- copy ---------------------------------------------------------------------------------
+  async function copyText(text, button) {
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch (_) {
+      // No clipboard API (plain http on another host): the old way still works.
+      const area = el("textarea");
+      area.value = text;
+      area.className = "visually-hidden";
+      document.body.append(area);
+      area.select();
+      document.execCommand("copy");
+      area.remove();
+    }
+    if (button) {
+      const before = button.textContent;
+      button.textContent = "Copied";
+      button.dataset.copied = "true";
+      window.setTimeout(() => { button.textContent = before; delete button.dataset.copied; }, 1500);
+    }
+  }
+
+  // --- code blocks: highlighting and a copy button each --------------------------------------
+  function decorate(root) {
+    root.querySelectorAll(".reply.markdown pre > code").forEach((code) => {
+      const pre = code.parentElement;
+      if (pre.parentElement.classList.contains("code-block")) return;
+      const language = [...code.classList].find((c) => c.startsWith("language-"));
+      if (language && window.Prism && window.Prism.languages[language.slice(9)]) {
+        window.Prism.highlightElement(code);
+      }
+      const block = el("div", "code-block");
+      const bar = el("div", "code-bar");
+      bar.append(el("span", "code-language", language ? language.slice(9) : "text"));
+      const copy = el("button", "icon copy-code", "Copy");
+      copy.type = "button";
+      copy.setAttribute("aria-label", "Copy code");
+      copy.addEventListener("click", () => copyText(code.textContent, copy));
+      bar.append(copy);
+      pre.replaceWith(block);
+      block.append(bar, pre);
+    });
+  }
+
+  // --- message actions: copy, edit and resend, regenerate ------------------------------------
+  function resend(text, runId, edited = false) {
+    document.dispatchEvent(new CustomEvent("chat:resend", { detail: { text, replaces: Number(runId), edited } }));
+  }
+
+  function startEdit(run) {
+    const user = run.querySelector(".msg.user");
+    if (!user || user.querySelector(".edit-box")) return;
+    const bubble = user.querySelector(".bubble");
+    const box = el("div", "edit-box");
+    const area = el("textarea", "edit-text");
+    area.value = bubble.textContent;
+    area.setAttribute("aria-label", "Edit your message");
+    const save = el("button", "primary", "Send edited");
+    const cancel = el("button", "", "Cancel");
+    save.type = cancel.type = "button";
+    const close = () => { box.remove(); bubble.hidden = false; user.querySelector("[data-action=edit]")?.focus(); };
+    save.addEventListener("click", () => {
+      if (!area.value.trim()) return;
+      resend(area.value, run.dataset.runId, true);
+      close();
+    });
+    cancel.addEventListener("click", close);
+    area.addEventListener("keydown", (e) => {
+      if (e.key === "Escape") { e.preventDefault(); close(); }
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); }
+    });
+    box.append(area, el("div", "edit-buttons"));
+    box.lastChild.append(cancel, save);
+    bubble.hidden = true;
+    user.prepend(box);
+    // The whole message in view from its first line (a 3-row box showed only its end).
+    const fit = () => { area.style.height = "auto"; area.style.height = `${area.scrollHeight + 2}px`; };
+    area.addEventListener("input", fit);
+    fit();
+    area.focus({ preventScroll: true });
+    area.setSelectionRange(area.value.length, area.value.length);
+    box.scrollIntoView({ block: "nearest" });
+  }
+
+  const transcript = document.getElementById("transcript");
+  if (transcript) {
+    transcript.addEventListener("click", (e) => {
+      const button = e.target.closest("button[data-action]");
+      const run = button?.closest(".run");
+      if (!run) return;
+      const action = button.dataset.action;
+      if (action === "copy") {
+        const inUser = button.closest(".msg.user");
+        const text = inUser
+          ? inUser.querySelector(".bubble").textContent
+          : run.querySelector(".reply").innerText;
+        copyText(text, button);
+      } else if (action === "edit") {
+        startEdit(run);
+      } else if (action === "regenerate") {
+        resend(run.querySelector(".msg.user .bubble").textContent, run.dataset.runId);
+      }
+    });
+  }
+
+  // --- the sidebar as a drawer (narrow screens) -------------------------------------------------
+  const sidebar = document.getElementById("chat-sidebar");
+  const toggle = document.getElementById("drawer-toggle");
+  const backdrop = document.getElementById("drawer-backdrop");
+  const main = document.getElementById("main");
+
+  function setDrawer(open) {
+    main.classList.toggle("drawer-open", open);
+    toggle.setAttribute("aria-expanded", String(open));
+    toggle.setAttribute("aria-label", open ? "Hide conversations" : "Show conversations");
+    backdrop.hidden = !open;
+    if (open) sidebar.querySelector("a, input, button")?.focus();
+  }
+  if (sidebar && toggle) {
+    toggle.addEventListener("click", () => setDrawer(!main.classList.contains("drawer-open")));
+    backdrop.addEventListener("click", () => setDrawer(false));
+    sidebar.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && main.classList.contains("drawer-open")) {
+        setDrawer(false);
+        toggle.focus();
+      }
+    });
+  }
+
+  // --- search ----------------------------------------------------------------------------------
+  const search = document.getElementById("conversation-search");
+  const results = document.getElementById("search-results");
+  const groups = document.getElementById("conversation-list");
+  let searchTimer = 0;
+  let searchSeq = 0;
+  async function runSearch() {
+    const query = search.value.trim();
+    const mine = ++searchSeq;
+    if (!query) { results.hidden = true; groups.hidden = false; return; }
+    let found = [];
+    try { found = await api("GET", `/api/conversations?q=${encodeURIComponent(query)}`); }
+    catch (err) { found = null; results.replaceChildren(el("li", "error", err.message)); }
+    if (mine !== searchSeq) return; // a newer query answered first
+    if (found) {
+      results.replaceChildren(...found.map((c) => {
+        const li = el("li", "conversation-item");
+        const a = el("a", "", c.title || "New chat");
+        a.href = `/c/${c.id}/`;
+        li.append(a);
+        return li;
+      }));
+      if (!found.length) results.append(el("li", "muted", "No chats match."));
+    }
+    results.hidden = false;
+    groups.hidden = true;
+  }
+  search?.addEventListener("input", () => {
+    window.clearTimeout(searchTimer);
+    searchTimer = window.setTimeout(runSearch, 200);
+  });
+  search?.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && search.value) { e.preventDefault(); search.value = ""; runSearch(); }
+  });
+
+  // --- rename / delete in dialogs (not the browser's prompt/confirm) -----------------------------
+  const renameDialog = document.getElementById("rename-dialog");
+  const deleteDialog = document.getElementById("delete-dialog");
+  let target = null; // { item, id, link, opener }
+  const chat = document.getElementById("chat");
+
+  function openDialog(dialog, item, opener) {
+    target = { item, id: item.dataset.conversationId, link: item.querySelector("a"), opener };
+    dialog.querySelector(".error").textContent = "";
+    dialog.showModal();
+  }
+  [renameDialog, deleteDialog].forEach((dialog) => {
+    dialog?.querySelector("[data-close]").addEventListener("click", () => dialog.close());
+    dialog?.addEventListener("close", () => { target?.opener?.isConnected && target.opener.focus(); });
+  });
+  groups?.addEventListener("click", (e) => {
+    const button = e.target.closest("button[data-action]");
+    if (!button) return;
+    const item = button.closest("[data-conversation-id]");
+    if (button.dataset.action === "rename") {
+      document.getElementById("rename-input").value = item.querySelector("a").textContent.trim();
+      openDialog(renameDialog, item, button);
+      document.getElementById("rename-input").select();
+    } else if (button.dataset.action === "delete") {
+      document.getElementById("delete-name").textContent = item.querySelector("a").textContent.trim();
+      openDialog(deleteDialog, item, button);
+    }
+  });
+  renameDialog?.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const updated = await api("PATCH", `/api/conversations/${target.id}`, { title: document.getElementById("rename-input").value });
+      target.link.textContent = updated.title;
+      target.item.querySelectorAll("button[data-action]").forEach((b) =>
+        b.setAttribute("aria-label", `${b.title} ${updated.title}`));
+      if (chat?.dataset.conversationId === target.id) {
+        document.getElementById("chat-title").textContent = updated.title;
+        document.title = `${updated.title} · OpenProgram`;
+      }
+      renameDialog.close();
+    } catch (err) {
+      document.getElementById("rename-error").textContent = err.message;
+    }
+  });
+  deleteDialog?.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await api("DELETE", `/api/conversations/${target.id}`);
+      if (chat?.dataset.conversationId === target.id) { window.location.href = "/"; return; }
+      const list = target.item.parentElement;
+      target.opener = toggle?.offsetParent ? toggle : search; // the button is gone with its item
+      target.item.remove();
+      if (!list.children.length) { list.previousElementSibling?.remove(); list.remove(); }
+      deleteDialog.close();
+    } catch (err) {
+      document.getElementById("delete-error").textContent = err.message;
+    }
+  });
+
+  window.chatUI = { api, copyText, decorate, el };
+  if (transcript) decorate(transcript);
+})();

@@ -1,0 +1,134 @@
+"""Conversation search and date groups, Markdown export, and file attachments the file tools
+can read (and another user cannot), in Chromium at 1280x800 and 390x844.
+
+(The weight of `/`, Prism included, is tested in tests/e2e/test_page_weight.py.)"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import login, open_new_conversation
+
+pytestmark = pytest.mark.e2e
+
+
+def _send(page, text: str) -> None:
+    page.fill("#composer-text", text)
+    page.press("#composer-text", "Enter")
+
+
+def _open_drawer(page) -> None:
+    if page.size == "phone":
+        page.click("[data-testid=drawer-toggle]")
+
+
+def test_search_finds_a_conversation_by_what_was_said_and_groups_by_date(server, sized_page):
+    page = sized_page
+    word = f"zebra{uuid.uuid4().hex[:6]}"
+    server.shell(
+        "import datetime\n"
+        "from django.utils import timezone\n"
+        "from django.contrib.auth import get_user_model as g\n"
+        "from chat_app.models import Conversation, Message\n"
+        "alice = g().objects.get(username='alice')\n"
+        "c = Conversation.objects.create(owner=alice, title='Old trip')\n"
+        f"Message.objects.create(conversation=c, role='user', text='the {word} crossing')\n"
+        "Conversation.objects.filter(pk=c.pk).update("
+        "updated=timezone.now() - datetime.timedelta(days=10))\n"
+    )
+    login(page, server, "alice")
+    open_new_conversation(page, server)
+    _open_drawer(page)
+    labels = page.locator("#conversation-list .group-label").all_text_contents()
+    assert "Previous 30 days" in labels
+    old = page.locator("#conversation-list a", has_text="Old trip").first
+    assert old.locator("xpath=ancestor::ul[1]/preceding-sibling::h2[1]").text_content() == (
+        "Previous 30 days"
+    )
+    page.fill("[data-testid=conversation-search]", word)
+    results = page.locator("#search-results a")
+    results.first.wait_for()
+    assert results.all_inner_texts() == ["Old trip"]
+    assert page.locator("#conversation-list").is_hidden()
+    page.press("[data-testid=conversation-search]", "Escape")
+    page.wait_for_selector("#conversation-list", state="visible")
+
+
+def test_bob_does_not_find_alices_conversations(server, sized_page):
+    page = sized_page
+    login(page, server, "bob")
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    found = page.request.get(
+        server.url + "/api/conversations?q=trip", headers={"X-CSRFToken": token}
+    )
+    assert found.ok and all(c["title"] != "Old trip" for c in found.json())
+
+
+def test_export_downloads_the_conversation_as_markdown(server, sized_page):
+    page = sized_page
+    login(page, server, "alice")
+    url = open_new_conversation(page, server)
+    _send(page, "export me please")
+    page.wait_for_selector(".run[data-status=completed]")
+    with page.expect_download() as info:
+        page.click("[data-testid=export]")
+    download = info.value
+    assert download.suggested_filename.endswith(".md")
+    text = Path(download.path()).read_text(encoding="utf-8")
+    assert text.startswith("# Export me please\n")
+    assert "## You\n\nexport me please" in text and "## Assistant" in text
+    # Bob gets "not found" for the same address.
+    page.context.clear_cookies()
+    login(page, server, "bob")
+    assert page.request.get(url + "export.md").status == 404
+
+
+def test_an_attached_file_is_readable_by_the_file_tools_and_not_by_bob(
+    server, sized_page, tmp_path
+):
+    page = sized_page
+    secret = f"alice's note {uuid.uuid4().hex[:8]}"
+    note = tmp_path / f"note-{page.size}.txt"
+    note.write_text(secret + "\n")
+    login(page, server, "alice")
+    open_new_conversation(page, server)
+    page.set_input_files("#attach-input", str(note))
+    chip = page.locator("#attachments li")
+    chip.wait_for()
+    assert chip.inner_text().startswith(f"uploads/note-{page.size}.txt")
+    _send(page, f"/read path=uploads/note-{page.size}.txt")
+    page.wait_for_selector(".run[data-status=completed]")
+    bubble = page.locator(".run .msg.user .bubble").inner_text()
+    assert f"- uploads/note-{page.size}.txt ({len(secret) + 1} bytes)" in bubble
+    assert secret in page.locator(".tool-card .tool-result").inner_text()
+    assert page.locator("#attachments").is_hidden()  # sent with the message
+    # Bob asks for the same path in his own workspace: it is not there.
+    page.context.clear_cookies()
+    login(page, server, "bob")
+    open_new_conversation(page, server)
+    _send(page, f"/read path=uploads/note-{page.size}.txt")
+    page.wait_for_selector(".run[data-status=completed]")
+    assert secret not in page.locator("#transcript").inner_text()
+
+
+def test_an_oversized_attachment_is_refused_with_a_message(server, sized_page, tmp_path):
+    page = sized_page
+    login(page, server, "alice")
+    open_new_conversation(page, server)
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    limit = int(page.get_attribute("#chat", "data-attachment-max"))
+    response = page.request.post(
+        server.url + "/api/attachments",
+        headers={"X-CSRFToken": token},
+        multipart={
+            "file": {
+                "name": "big.bin",
+                "mimeType": "application/octet-stream",
+                "buffer": b"x" * (limit + 1),
+            }
+        },
+    )
+    assert response.status == 413 and "at most" in response.json()["detail"]

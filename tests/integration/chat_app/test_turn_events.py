@@ -1,0 +1,87 @@
+"""A turn's events: written in batched jobs, relayed a step at a time, history first."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.layers import get_channel_layer
+from django.db import IntegrityError
+
+from chat_app.db_batch import run_batched
+from chat_app.models import Conversation, Run, RunEvent
+from chat_app.turns import ActiveTurn, events_group
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class _Refused(Exception):
+    pass
+
+
+def _retitle(*, conversation_id: int, title: str, then_fail: bool = False) -> str:
+    Conversation.objects.filter(pk=conversation_id).update(title=title)
+    if then_fail:
+        raise _Refused(title)
+    return title
+
+
+async def test_a_failing_job_fails_alone_and_the_jobs_batched_with_it_are_kept(alice):
+    first, second, third = [
+        await Conversation.objects.acreate(owner=alice, title="before") for _ in range(3)
+    ]
+
+    results = await asyncio.gather(
+        run_batched(_retitle, conversation_id=first.pk, title="one"),
+        run_batched(_retitle, conversation_id=second.pk, title="two", then_fail=True),
+        run_batched(_retitle, conversation_id=third.pk, title="three"),
+        return_exceptions=True,
+    )
+
+    assert results[0] == "one" and results[2] == "three"
+    assert isinstance(results[1], _Refused)
+    titles = [(await Conversation.objects.aget(pk=c.pk)).title for c in (first, second, third)]
+    assert titles == ["one", "before", "three"]
+
+
+async def _listening(conversation: Conversation) -> tuple[object, str]:
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(events_group(conversation.pk), channel)
+    return layer, channel
+
+
+async def test_a_step_reaches_the_tabs_as_one_message_once_history_has_it(alice):
+    conversation = await Conversation.objects.acreate(owner=alice)
+    run = await Run.objects.acreate(conversation=conversation, model="offline", status="running")
+    layer, channel = await _listening(conversation)
+    turn = ActiveTurn(
+        conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
+    )
+
+    for number in range(3):
+        await turn.emit({"type": "tool_call_started", "call_id": f"c{number}", "name": "todo_read"})
+    message = await asyncio.wait_for(layer.receive(channel), timeout=5)
+
+    assert [event["seq"] for event in message["events"]] == [1, 2, 3]
+    stored = [e.seq async for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    assert stored == [1, 2, 3]
+    assert await run.tool_calls.acount() == 3
+
+
+async def test_events_history_cannot_take_are_never_relayed_and_end_the_turn(alice):
+    conversation = await Conversation.objects.acreate(owner=alice)
+    layer, channel = await _listening(conversation)
+    missing_run = 987654
+    turn = ActiveTurn(
+        conversation_id=conversation.pk, owner_id=alice.pk, run_id=missing_run, request=None
+    )
+
+    await turn.emit({"type": "tool_call_started", "call_id": "c1", "name": "todo_read"})
+    with pytest.raises(IntegrityError):
+        await turn.flush()
+
+    with pytest.raises(IntegrityError):
+        await turn.emit({"type": "tool_finished", "call_id": "c1", "name": "todo_read"})
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(layer.receive(channel), timeout=0.3)

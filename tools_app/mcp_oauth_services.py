@@ -1,0 +1,231 @@
+"""Per-user MCP accounts: connect (OAuth in the browser), callback, disconnect, resume.
+
+A server marked ``per_user_auth`` is not connected by the shared manager: each
+user's own session lives in the framework's :class:`openprogram.mcp.MCPAccounts`,
+signed with that user's tokens, which are kept in :class:`AccountTokenStore`
+(one ``MCPAccount`` row, sealed with a key derived from ``SECRET_KEY``). The
+tools are offered to a user only while their own connection is ready; the
+layer-4 reason otherwise says "connect your account".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import httpx2
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import DatabaseError, close_old_connections
+from django.utils import timezone
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import ValidationError
+
+from openprogram.mcp import MCPServerConfig, get_mcp_accounts
+from openprogram.mcp.oauth import Authorize, MCPOAuthClient, oauth_auth
+from openprogram_site.api_errors import UnprocessableError
+from tools_app.mcp_account_models import MCPAccount
+from tools_app.mcp_models import MCPServer
+from tools_app.mcp_oauth_flows import (
+    AuthorizationFlow,
+    authorization_answer,
+    needs_the_user,
+)
+from tools_app.mcp_token_crypto import TokenSealError, seal, unseal
+
+__all__ = [
+    "AccountTokenStore",
+    "mcp_account_callback",
+    "mcp_account_connect_start",
+    "mcp_account_disconnect",
+    "mcp_accounts_forget_server",
+    "mcp_accounts_sync_server",
+]
+
+logger = logging.getLogger(__name__)
+
+CONNECT_WAIT_SECONDS = 20.0
+"""How long Connect and the callback wait for the server before answering the browser."""
+_POLL_SECONDS = 0.05
+_UNUSED_REDIRECT = "http://127.0.0.1/mcp-oauth-callback"
+"""A resumed connection never redirects anyone (its authorizer refuses); this fills the slot."""
+
+
+class AccountTokenStore:
+    """The framework's ``OAuthStore`` over one ``MCPAccount`` row, sealed at rest.
+
+    Called on the accounts loop; every database touch runs in a worker thread.
+    A seal that no key opens reads as nothing stored: the user connects again.
+    """
+
+    def __init__(self, *, user_id: int, server_id: int) -> None:
+        self.user_id = user_id
+        self.server_id = server_id
+
+    def _read(self, column: str) -> dict[str, Any] | None:
+        try:
+            sealed = (
+                MCPAccount.objects.filter(user_id=self.user_id, server_id=self.server_id)
+                .values_list(column, flat=True)
+                .first()
+            )
+            return unseal(sealed) if sealed else None
+        except TokenSealError:
+            logger.warning("MCP account of user %s: stored %s unreadable", self.user_id, column)
+            return None
+        finally:
+            close_old_connections()
+
+    def _write(self, column: str, value: dict[str, Any]) -> None:
+        try:
+            updates: dict[str, Any] = {column: seal(value)}
+            if column == "sealed_tokens":
+                updates["connected"] = timezone.now()
+            MCPAccount.objects.update_or_create(
+                user_id=self.user_id, server_id=self.server_id, defaults=updates
+            )
+        finally:
+            close_old_connections()
+
+    async def get_tokens(self) -> OAuthToken | None:
+        value = await asyncio.to_thread(self._read, "sealed_tokens")
+        try:
+            return OAuthToken.model_validate(value) if value else None
+        except ValidationError:
+            return None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        await asyncio.to_thread(self._write, "sealed_tokens", tokens.model_dump(mode="json"))
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        value = await asyncio.to_thread(self._read, "sealed_client")
+        try:
+            return OAuthClientInformationFull.model_validate(value) if value else None
+        except ValidationError:
+            return None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        value = client_info.model_dump(mode="json", exclude_none=True)
+        await asyncio.to_thread(self._write, "sealed_client", value)
+
+
+def _oauth_client(server: MCPServer, redirect_uri: str) -> MCPOAuthClient:
+    try:
+        return MCPOAuthClient(
+            redirect_uri=redirect_uri,
+            client_name="OpenProgram",
+            client_id=server.oauth_client_id or None,
+            client_secret=server.oauth_client_secret or None,
+            scope=server.oauth_scope or None,
+        )
+    except ValueError as exc:
+        raise UnprocessableError(f"MCP server {server.name!r}: {exc}") from exc
+
+
+def _signer(
+    server: MCPServer, user_id: int, redirect_uri: str, authorize: Authorize
+) -> httpx2.Auth:
+    store = AccountTokenStore(user_id=user_id, server_id=server.pk)
+    return oauth_auth(server.url, _oauth_client(server, redirect_uri), store, authorize)
+
+
+def _per_user_server(server: MCPServer) -> None:
+    if not server.per_user_auth or server.transport != MCPServer.Transport.HTTP:
+        raise UnprocessableError(f"MCP server {server.name!r} does not use per-user accounts")
+    if not server.enabled:
+        raise UnprocessableError(f"MCP server {server.name!r} is disabled")
+    if server.name not in get_mcp_accounts().names():
+        raise UnprocessableError(f"MCP server {server.name!r} is not running")
+
+
+def mcp_account_connect_start(
+    *, user: AbstractBaseUser, server: MCPServer, redirect_uri: str
+) -> str | None:
+    """Start connecting ``user``'s account; the provider URL to send the browser to.
+
+    ``None`` means no consent was needed (stored tokens were still good) and the
+    account is connected. UnprocessableError says why it could not start.
+    """
+    _per_user_server(server)
+    flow = AuthorizationFlow(user_id=user.pk, server=server.name)
+    accounts = get_mcp_accounts()
+    accounts.connect(server.name, user.pk, _signer(server, user.pk, redirect_uri, flow.authorize))
+
+    # The flow's URL appears on the accounts loop; the connection may also settle without
+    # one (stored tokens still good, or a refusal): look at both, briefly, until one shows.
+    deadline = time.monotonic() + CONNECT_WAIT_SECONDS
+    while not flow.url_ready.wait(_POLL_SECONDS):
+        status = accounts.status(server.name, user.pk)
+        if status["state"] == "ready":
+            return None
+        if status["state"] == "failed":
+            accounts.disconnect(server.name, user.pk)
+            raise UnprocessableError(f"Could not connect to {server.name!r}: {status['error']}")
+        if time.monotonic() > deadline:
+            accounts.disconnect(server.name, user.pk)
+            raise UnprocessableError(f"MCP server {server.name!r} did not answer in time")
+    return flow.url
+
+
+def mcp_account_callback(
+    *, user: AbstractBaseUser, state: str, code: str, iss: str | None, error: str | None
+) -> tuple[str, dict[str, Any]]:
+    """Hand the provider's answer to ``user``'s flow; ``(server name, connection status)``.
+
+    Raises ``FlowNotFound`` / ``FlowOfAnotherUser`` (the view answers 400 / 403).
+    """
+    flow = authorization_answer(user_id=user.pk, state=state, code=code, iss=iss, error=error)
+    accounts = get_mcp_accounts()
+    try:
+        status = accounts.wait_for(
+            flow.server,
+            user.pk,
+            lambda s: s["state"] in ("ready", "failed"),
+            timeout=CONNECT_WAIT_SECONDS,
+        )
+    except TimeoutError:
+        status = accounts.status(flow.server, user.pk)
+    if status["state"] == "failed":
+        # Nothing half-done stays behind: no session, and no tokens (none were issued).
+        accounts.disconnect(flow.server, user.pk)
+        MCPAccount.objects.filter(user=user, server__name=flow.server).delete()
+    return flow.server, status
+
+
+def mcp_account_disconnect(*, user: AbstractBaseUser, server: MCPServer) -> bool:
+    """Forget ``user``'s tokens for ``server`` and close their session; False if none."""
+    deleted, _ = MCPAccount.objects.filter(user=user, server=server).delete()
+    accounts = get_mcp_accounts()
+    if server.name in accounts.names():
+        accounts.disconnect(server.name, user.pk)
+    return bool(deleted)
+
+
+def mcp_accounts_sync_server(*, server: MCPServer, config: MCPServerConfig) -> None:
+    """Run ``server`` as a per-user server: configure it and resume stored accounts."""
+    accounts = get_mcp_accounts()
+    accounts.configure(config)
+    if not server.enabled:
+        return
+    try:
+        rows = list(
+            MCPAccount.objects.filter(server=server)
+            .exclude(sealed_tokens="")
+            .values_list("user_id", flat=True)
+        )
+    except DatabaseError as exc:
+        logger.warning("MCP server %r: accounts not resumed (%s)", server.name, exc)
+        return
+    for user_id in rows:
+        if accounts.status(server.name, user_id)["state"] == "stopped":
+            accounts.connect(
+                server.name, user_id, _signer(server, user_id, _UNUSED_REDIRECT, needs_the_user)
+            )
+
+
+def mcp_accounts_forget_server(*, name: str) -> None:
+    """Close every user's session to ``name`` and withdraw its tools (tokens stay stored)."""
+    accounts = get_mcp_accounts()
+    if name in accounts.names():
+        accounts.remove(name)
