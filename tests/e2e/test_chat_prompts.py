@@ -154,7 +154,7 @@ def test_rename_and_delete_use_dialogs_not_browser_prompts(server, sized_page):
     assert "Renamed by dialog" in page.locator("#delete-dialog").inner_text()
     page.keyboard.press("Escape")  # cancels, focus back on the button
     # The dialog's close event (which moves focus) is dispatched after the key press returns.
-    page.wait_for_function("document.activeElement?.dataset.action === 'delete'")
+    page.wait_for_function("() => document.activeElement?.dataset.action === 'delete'")
     conversation_path = page.url.removeprefix(server.url)
     link = f'#conversation-list a[href="{conversation_path}"]'
     assert page.locator(link).count() == 1
