@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from openprogram.agent.approvals import Emit
 from openprogram.agent.events import Event
 
 __all__ = [
@@ -118,7 +119,6 @@ class ElicitationResolved(Event):
 
 
 ElicitationHook = Callable[[ElicitationRequest], Awaitable[ElicitationAnswer]]
-Emit = Callable[[Event], Awaitable[None]]
 
 
 def elicitation_hook_for_turn(
