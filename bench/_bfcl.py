@@ -1,4 +1,5 @@
-"""The BFCL v4 "live" data set, read from the installed ``bfcl-eval`` package.
+"""The BFCL v4 data sets, read from the installed ``bfcl-eval`` package: the "live"
+categories (held-out test set) and the non-live ones (development set).
 
 ``bfcl-eval`` is installed data-only (``--no-deps``, pinned with its hash in
 ``bench/requirements-data.txt``), so nothing here imports it: the package folder is
@@ -11,13 +12,33 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CATEGORIES", "BfclFunction", "BfclQuestion", "keyword_query", "load_live"]
+__all__ = [
+    "CATEGORIES",
+    "DEV_CATEGORIES",
+    "BfclFunction",
+    "BfclQuestion",
+    "keyword_query",
+    "load_dev",
+    "load_live",
+]
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple")
+"""The live categories (user-contributed questions): the held-out test set we report."""
+DEV_CATEGORIES = (
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+)
+"""The non-live categories (written by BFCL's authors): the development set every ranking
+parameter is chosen on, so the reported live numbers are not fitted to."""
 
 # Words a model drops when it turns a request into a search query. One list, applied the
 # same way for every search method compared.
@@ -88,15 +109,24 @@ def _question_text(entry: dict[str, Any]) -> str:
 
 def load_live() -> tuple[list[BfclFunction], list[BfclQuestion]]:
     """Every distinct function definition of the four live categories, and their questions."""
+    return _load(f"live_{category}" for category in CATEGORIES)
+
+
+def load_dev() -> tuple[list[BfclFunction], list[BfclQuestion]]:
+    """The same for the non-live categories (the development set)."""
+    return _load(DEV_CATEGORIES)
+
+
+def _load(files: Iterable[str]) -> tuple[list[BfclFunction], list[BfclQuestion]]:
     data = _data_dir()
     functions: dict[tuple[str, str, str], BfclFunction] = {}
     questions: list[BfclQuestion] = []
-    for category in CATEGORIES:
+    for category in files:
         answers = {
             a["id"]: a["ground_truth"]
-            for a in _lines(data / "possible_answer" / f"BFCL_v4_live_{category}.json")
+            for a in _lines(data / "possible_answer" / f"BFCL_v4_{category}.json")
         }
-        for entry in _lines(data / f"BFCL_v4_live_{category}.json"):
+        for entry in _lines(data / f"BFCL_v4_{category}.json"):
             for spec in entry["function"]:
                 parameters = _json_schema(spec.get("parameters") or {"type": "dict"})
                 key = (

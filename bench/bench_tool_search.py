@@ -2,7 +2,10 @@
 
 Method. Every distinct function definition of the BFCL v4 live categories (simple,
 multiple, parallel, parallel_multiple; read from the installed ``bfcl-eval``
-package) is registered as a deferred tool in one registry. For each question we
+package) is registered as a deferred tool in one registry. The live categories are the
+held-out test set; the non-live ones (simple_python/java/javascript, multiple, parallel,
+parallel_multiple: ``bench._bfcl.load_dev``) are the development set, scored the same
+way in a pool of their own, on which ranking parameters are to be chosen. For each question we
 search twice: with the question text as asked, and with the short keyword query a
 model would write (``bench._bfcl.keyword_query``: its first six content words, the
 same derivation for every method). A hit is a loaded tool whose BFCL name is one of
@@ -29,7 +32,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 
-from bench._bfcl import BfclFunction, BfclQuestion, keyword_query, load_live
+from bench._bfcl import BfclFunction, BfclQuestion, keyword_query, load_dev, load_live
 from bench._util import print_table
 from openprogram.agent.types import AgentTool
 from openprogram.programs import registry
@@ -199,20 +202,32 @@ def _latency_row(tools: int, label: str, limit: object, samples: list[float]) ->
     ]
 
 
+def _describe(label: str, functions: list[BfclFunction], questions: list[BfclQuestion]) -> str:
+    return (
+        f"{label}: {len(questions):,} questions, {len(functions):,} distinct function "
+        f"definitions ({len({f.name for f in functions}):,} distinct names), all deferred"
+    )
+
+
 def main() -> None:
     try:
         functions, questions = load_live()
+        dev_functions, dev_questions = load_dev()
     except ModuleNotFoundError as missing:
         print(f"(tool_search quality skipped: {missing})\n")
         return
-    print(
-        f"BFCL v4 live: {len(questions):,} questions, {len(functions):,} distinct function "
-        f"definitions ({len({f.name for f in functions}):,} distinct names), all deferred\n"
-    )
+    print(_describe("BFCL v4 live (held-out test set)", functions, questions))
+    print(_describe("BFCL v4 non-live (development set)", dev_functions, dev_questions) + "\n")
     print_table(
         "tool_search retrieval quality on BFCL v4 live (simple, multiple, parallel, parallel_multiple)",
         ["query", "method", "recall@1", "recall@5", "MRR"],
         _quality_rows(functions, questions),
+    )
+    print_table(
+        "tool_search retrieval quality on the development set: BFCL v4 non-live (simple "
+        "python/java/javascript, multiple, parallel, parallel_multiple)",
+        ["query", "method", "recall@1", "recall@5", "MRR"],
+        _quality_rows(dev_functions, dev_questions),
     )
     print_table(
         "tool_search latency: one keyword query over deferred tools",

@@ -22,7 +22,10 @@ touches tools that share a term with it.
 A query first loses the words that carry no capability: grammar ("the", "could") and
 the filler of a spoken request ("hi", "help", "want", "maybe"). A query word the tools
 never use but one edit away from a word they do ("informaton", "liek") counts as that
-word, at reduced weight.
+word, at reduced weight. Words related to a query word in WordNet (its most common
+sense's synonyms, direct hypernyms and derived forms: "compute" → calculate, "movie" →
+film; ``related_words.txt``, made by ``tools/related_words.py``) count too, at a fifth of
+their weight, so a request need not use the tool's own vocabulary.
 
 The best hits are then re-ranked with a second, softer signal: the share of the
 query's character 3- and 4-grams found in a tool's name and summary, so a query word
@@ -42,6 +45,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import snowballstemmer
@@ -62,6 +66,12 @@ _TYPO_MIN_LENGTH = 4
 _CACHED_INDEXES = 4
 _NGRAM_WEIGHT = 0.5
 _NGRAM_SIZES = (3, 4)
+_RELATED_WEIGHT = 0.2
+# A related word used by more than a tenth of the tools (and more than a few) is skipped:
+# it adds little (its idf is low) and such long postings lists were most of a search's time.
+_RELATED_MAX_SHARE = 0.1
+_RELATED_MIN_POSTINGS = 64
+_RELATED_WORDS = Path(__file__).with_name("related_words.txt")
 
 _RUN = re.compile(r"[^\W_]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
@@ -139,6 +149,20 @@ def search_terms(text: str, *, query: bool = False) -> list[str]:
     return [_stem(word) for word in (_query_words(text) if query else _words(text))]
 
 
+@lru_cache(maxsize=1)
+def _related_words() -> dict[str, str]:
+    """Stem → the stems of its related words (WordNet), space-separated: split only when a
+    query uses the stem, so reading the 40,000 entries stays cheap (read once, by the
+    first index build)."""
+    related: dict[str, str] = {}
+    with _RELATED_WORDS.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line[0] != "#":
+                stem, _, words = line.partition("\t")
+                related[stem] = words
+    return related
+
+
 @lru_cache(maxsize=1 << 16)
 def _word_ngrams(word: str) -> frozenset[str]:
     """Character 3- and 4-grams of one word, its ends marked (``#flight#``); cached, since
@@ -214,6 +238,7 @@ class SearchIndex:
 
     @classmethod
     def build(cls, tools: Sequence[AgentTool]) -> SearchIndex:
+        _related_words()  # read once per process here, not in a turn's first search
         surface: dict[str, str] = {}
         per_tool = [_fields(tool, surface) for tool in tools]
         count = len(per_tool) or 1
@@ -300,15 +325,27 @@ class SearchIndex:
         return grams
 
     def _query_weights(self, query: str) -> dict[str, float]:
-        """Query term → idf; an unknown word one edit from known ones counts as them, less."""
+        """Query term → idf; an unknown word one edit from known ones counts as them, and a
+        word related to a query word counts as itself, both at reduced weight."""
         weights: dict[str, float] = {}
-        for word in _query_words(query):
-            term = _stem(word)
+        words = _query_words(query)
+        terms = [_stem(word) for word in words]
+        for word, term in zip(words, terms, strict=True):
             if term in self.idf:
                 weights[term] = self.idf[term]
             elif len(word) >= _TYPO_MIN_LENGTH and not word.isdigit():
                 for near in self._one_edit_away(word):
                     weights.setdefault(near, _TYPO_WEIGHT * self.idf[near])
+        related = _related_words()
+        longest = max(_RELATED_MIN_POSTINGS, _RELATED_MAX_SHARE * len(self.tools))
+        for term in terms:
+            # A related word counts at most a fifth of the word it stands for: "post" for
+            # "send" must not outweigh "send" itself when "send" is the commoner word.
+            cap = self.idf.get(term, math.inf)
+            for other in related.get(term, "").split():
+                hits = self.postings.get(other)
+                if hits is not None and len(hits) <= longest and other not in weights:
+                    weights[other] = _RELATED_WEIGHT * min(self.idf[other], cap)
         return weights
 
     def _one_edit_away(self, word: str) -> set[str]:
