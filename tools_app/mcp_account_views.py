@@ -1,8 +1,9 @@
 """Connect / Disconnect a user's own account for a per-user MCP server, and the callback.
 
 Plain form posts (no htmx): Connect answers with a page linking to the provider's
-consent page, and the provider sends the browser back to :func:`mcp_oauth_callback`.
-The callback only finishes a flow the same user started (``state``).
+consent page, and the provider sends the browser back to :func:`mcp_oauth_callback`
+(in any web process: the flow is stored). The callback only finishes a flow the
+same user started (``state``), once, before it expires.
 """
 
 from __future__ import annotations
@@ -74,8 +75,16 @@ def mcp_oauth_callback(request: HttpRequest) -> HttpResponse:
 @require_POST
 def mcp_account_disconnect_view(request: HttpRequest, name: str) -> HttpResponse:
     server = _per_user_server(name)
-    if mcp_account_disconnect(user=request.user, server=server):
-        messages.success(request, f"Disconnected your account for {server.name}.")
-    else:
+    done = mcp_account_disconnect(user=request.user, server=server)
+    if not done.had_account:
         messages.info(request, f"Your account for {server.name} was not connected.")
+        return redirect("tools:programs")
+    messages.success(request, f"Disconnected your account for {server.name}.")
+    if done.revocation_problems:
+        # The tokens are gone here either way; the user may want to revoke them there too.
+        messages.warning(
+            request,
+            f"{server.name}'s provider was not told to revoke the tokens: "
+            f"{'; '.join(done.revocation_problems)}. You can revoke this app's access there.",
+        )
     return redirect("tools:programs")

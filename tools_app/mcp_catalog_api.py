@@ -1,4 +1,4 @@
-"""``/api/mcp/...``: the shared MCP servers' prompts (slash commands) and resources."""
+"""``/api/mcp/...``: MCP prompts (slash commands) and resources: shared servers' and your own accounts'."""
 
 from __future__ import annotations
 
@@ -51,12 +51,14 @@ class TextOut(Schema):
 
 @router.get("/mcp/prompts", response=list[PromptOut], summary="Prompts of connected MCP servers")
 def prompts(request: HttpRequest) -> list[dict]:
-    return services.mcp_prompts_list()
+    return services.mcp_prompts_list(user=request.user)
 
 
 @router.post("/mcp/prompts/render", response=TextOut, summary="A prompt filled in, as text")
 def prompt_render(request: HttpRequest, body: PromptIn) -> dict:
-    text = services.mcp_prompt_render(server=body.server, name=body.name, arguments=body.arguments)
+    text = services.mcp_prompt_render(
+        user=request.user, server=body.server, name=body.name, arguments=body.arguments
+    )
     return {"text": text}
 
 
@@ -64,9 +66,10 @@ def prompt_render(request: HttpRequest, body: PromptIn) -> dict:
     "/mcp/resources", response=list[ResourceOut], summary="Resources of connected MCP servers"
 )
 def resources(request: HttpRequest) -> list[dict]:
-    return services.mcp_resources_list()
+    return services.mcp_resources_list(user=request.user)
 
 
 @router.post("/mcp/resources/read", response=TextOut, summary="A listed resource's text")
 def resource_read(request: HttpRequest, body: ResourceIn) -> dict:
-    return {"text": services.mcp_resource_read(server=body.server, uri=body.uri)}
+    text = services.mcp_resource_read(user=request.user, server=body.server, uri=body.uri)
+    return {"text": text}

@@ -1,49 +1,66 @@
-"""Authorizations in progress: the browser is at the provider, a connection waits for it.
+"""Authorizations in progress, kept in the database so any web process can finish them.
 
-Starting "Connect" runs the framework's OAuth flow on the accounts loop; when it
-needs the user's consent it calls :meth:`AuthorizationFlow.authorize` with the
-provider's URL. That parks the flow under its ``state`` until the callback view
-hands the answer back (:func:`authorization_answer`), checked against the user
-who started it. A flow is answered once and waits at most :data:`FLOW_SECONDS`.
-
-Flows live in this process's memory: the callback must reach the process that
-started the flow (a single server process, or sticky sessions; see docs/mcp.md).
+Connect runs the framework's OAuth discovery and registration on the accounts
+loop; when the user's consent is needed the signer hands over a
+:class:`~openprogram.mcp.oauth_handoff.PendingAuthorization` (state, PKCE
+verifier, token endpoint, client registration, resource, scope) and
+:meth:`ConsentRequest.hand_off` stores it as an ``MCPOAuthFlow`` row, sealed,
+found by the SHA-256 of its ``state``. The provider's callback may then reach
+any process: :func:`mcp_oauth_flow_take` finds the row, checks it belongs to
+the user whose browser brought the callback, that it has not expired and was
+not used, and marks it used (at most once, whatever races it) before anyone
+trades the code for tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
-import time
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlparse
+from datetime import timedelta
 
+from django.db import close_old_connections
+from django.utils import timezone
 from mcp.shared.auth import AuthorizationCodeResult
 
 from openprogram.mcp.oauth import MCPOAuthError
+from openprogram.mcp.oauth_handoff import PendingAuthorization
+from tools_app.mcp_account_models import MCPOAuthFlow
+from tools_app.mcp_models import MCPServer
+from tools_app.mcp_token_crypto import TokenSealError, seal, unseal
 
 __all__ = [
     "FLOW_SECONDS",
-    "AuthorizationFlow",
+    "ConsentRequest",
+    "FlowExpired",
     "FlowNotFound",
     "FlowOfAnotherUser",
-    "authorization_answer",
+    "FlowUsed",
+    "TakenFlow",
+    "mcp_oauth_flow_store",
+    "mcp_oauth_flow_take",
     "needs_the_user",
 ]
 
-FLOW_SECONDS = 600.0
+FLOW_SECONDS = 600
 """How long a started authorization waits for the user to come back."""
-
-_pending: dict[str, AuthorizationFlow] = {}
-_lock = threading.Lock()
 
 
 class FlowNotFound(LookupError):
-    """No authorization in progress has this state (expired, answered, or made up)."""
+    """No authorization in progress has this state (made up, or long gone): 400."""
+
+
+class FlowExpired(FlowNotFound):
+    """The authorization was started more than :data:`FLOW_SECONDS` ago: 400."""
+
+
+class FlowUsed(FlowNotFound):
+    """The callback for this authorization already came (a replay): 400."""
 
 
 class FlowOfAnotherUser(PermissionError):
-    """The state belongs to an authorization another user started."""
+    """The state belongs to an authorization another user started: 403."""
 
 
 async def needs_the_user(url: str) -> AuthorizationCodeResult:
@@ -51,84 +68,93 @@ async def needs_the_user(url: str) -> AuthorizationCodeResult:
     raise MCPOAuthError("the server needs your consent again: connect your account again")
 
 
+def _digest(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()
+
+
+def mcp_oauth_flow_store(*, user_id: int, server_id: int, pending: PendingAuthorization) -> None:
+    """Keep ``pending`` (sealed) for :data:`FLOW_SECONDS`; expired flows are cleaned up."""
+    now = timezone.now()
+    MCPOAuthFlow.objects.filter(expires__lt=now).delete()
+    MCPOAuthFlow.objects.create(
+        state_digest=_digest(pending.state),
+        user_id=user_id,
+        server_id=server_id,
+        sealed_pending=seal(pending.to_json()),
+        expires=now + timedelta(seconds=FLOW_SECONDS),
+    )
+
+
+@dataclass(frozen=True)
+class TakenFlow:
+    server: MCPServer
+    pending: PendingAuthorization
+
+
+def mcp_oauth_flow_take(*, user_id: int, state: str) -> TakenFlow:
+    """The flow ``state`` names, if ``user_id`` started it, now used up.
+
+    Raises FlowNotFound (unknown), FlowExpired (deleted now), FlowUsed (a
+    replay) or FlowOfAnotherUser (left as it was: another user's request must
+    not be able to spoil the real flow).
+    """
+    now = timezone.now()
+    row = (
+        MCPOAuthFlow.objects.select_related("server").filter(state_digest=_digest(state)).first()
+        if state
+        else None
+    )
+    if row is None:
+        raise FlowNotFound("this authorization is unknown or has expired: connect again")
+    if row.user_id != user_id:
+        raise FlowOfAnotherUser("this authorization was started by another user")
+    if row.expires < now:
+        row.delete()
+        MCPOAuthFlow.objects.filter(expires__lt=now).delete()
+        raise FlowExpired(
+            f"this authorization expired (it must be finished within {FLOW_SECONDS // 60} "
+            "minutes): connect again"
+        )
+    # Used at most once, even when two callbacks race: only one of them flips `used`.
+    claimed = MCPOAuthFlow.objects.filter(pk=row.pk, used__isnull=True).update(
+        used=now, sealed_pending=""
+    )
+    if not claimed:
+        raise FlowUsed("this authorization was already used: connect again if you need to")
+    try:
+        pending = PendingAuthorization.from_json(unseal(row.sealed_pending))
+    except (TokenSealError, ValueError) as exc:
+        raise FlowNotFound(f"this authorization cannot be read ({exc}): connect again") from exc
+    return TakenFlow(server=row.server, pending=pending)
+
+
 @dataclass
-class AuthorizationFlow:
-    """One user's "Connect" for one server, from the click until the callback."""
+class ConsentRequest:
+    """One user's Connect, from the click until the provider's URL is known.
+
+    :meth:`hand_off` is the signer's consent step: it stores the flow and
+    parks the connection attempt, which Connect then stops (the callback
+    finishes the flow, in whichever process it reaches).
+    """
 
     user_id: int
-    server: str
+    server_id: int
     url: str | None = None
     url_ready: threading.Event = field(default_factory=threading.Event)
     _asked: bool = False
-    _answer: asyncio.Future[AuthorizationCodeResult] | None = None
-    _loop: asyncio.AbstractEventLoop | None = None
-    _expires: float = 0.0
 
-    async def authorize(self, url: str) -> AuthorizationCodeResult:
-        """Park until the callback answers; only the first request is sent to the browser.
-
-        A later request on the same connection (a step-up during a chat call)
-        has nobody at the browser, so it fails with what to do instead of waiting.
-        """
+    async def hand_off(self, pending: PendingAuthorization) -> None:
         if self._asked:
-            return await needs_the_user(url)
+            # A second consent round on the same attempt (a step-up) has nobody to ask.
+            await needs_the_user(pending.url)
         self._asked = True
-        state = parse_qs(urlparse(url).query).get("state", [""])[0]
-        self._loop = asyncio.get_running_loop()
-        self._answer = self._loop.create_future()
-        self.url = url
-        with _lock:
-            _prune()
-            _pending[state] = self
-            self._expires = time.monotonic() + FLOW_SECONDS
+        await asyncio.to_thread(self._store, pending)
+        self.url = pending.url
         self.url_ready.set()
+        await asyncio.Event().wait()  # until Connect stops this attempt
+
+    def _store(self, pending: PendingAuthorization) -> None:
         try:
-            return await asyncio.wait_for(self._answer, FLOW_SECONDS)
-        except TimeoutError:
-            raise MCPOAuthError(
-                "the authorization was not finished in time: connect your account again"
-            ) from None
+            mcp_oauth_flow_store(user_id=self.user_id, server_id=self.server_id, pending=pending)
         finally:
-            with _lock:
-                if _pending.get(state) is self:
-                    del _pending[state]
-
-    def _deliver(self, result: AuthorizationCodeResult | None, error: str | None) -> None:
-        def settle() -> None:
-            if self._answer is None or self._answer.done():
-                return
-            if error is not None:
-                self._answer.set_exception(MCPOAuthError(error))
-            else:
-                self._answer.set_result(result)  # type: ignore[arg-type]
-
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(settle)
-
-
-def _prune() -> None:
-    now = time.monotonic()
-    for state, flow in list(_pending.items()):
-        if flow._expires < now:
-            del _pending[state]
-
-
-def authorization_answer(
-    *, user_id: int, state: str, code: str, iss: str | None, error: str | None
-) -> AuthorizationFlow:
-    """Hand the provider's answer to the flow ``state`` names, if ``user_id`` started it."""
-    with _lock:
-        flow = _pending.get(state) if state else None
-        if flow is None:
-            raise FlowNotFound("this authorization is unknown or has expired: connect again")
-        if flow.user_id != user_id:
-            # Not consumed: another user's request must not be able to cancel the real flow.
-            raise FlowOfAnotherUser("this authorization was started by another user")
-        del _pending[state]
-    if error:
-        flow._deliver(None, f"the provider did not authorize the connection ({error})")
-    elif not code:
-        flow._deliver(None, "the provider sent no authorization code")
-    else:
-        flow._deliver(AuthorizationCodeResult(code=code, state=state, iss=iss or None), None)
-    return flow
+            close_old_connections()

@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
@@ -23,22 +25,22 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import ValidationError
 
 from openprogram.mcp import MCPServerConfig, get_mcp_accounts
-from openprogram.mcp.oauth import Authorize, MCPOAuthClient, oauth_auth
+from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, oauth_auth
+from openprogram.mcp.oauth_handoff import finish_authorization, oauth_auth_handing_off
+from openprogram.mcp.oauth_revocation import revocation_endpoint_of, revoke_tokens
 from openprogram_site.api_errors import UnprocessableError
 from tools_app.mcp_account_models import MCPAccount
 from tools_app.mcp_models import MCPServer
-from tools_app.mcp_oauth_flows import (
-    AuthorizationFlow,
-    authorization_answer,
-    needs_the_user,
-)
+from tools_app.mcp_oauth_flows import ConsentRequest, mcp_oauth_flow_take, needs_the_user
 from tools_app.mcp_token_crypto import TokenSealError, seal, unseal
 
 __all__ = [
     "AccountTokenStore",
+    "Disconnected",
     "mcp_account_callback",
     "mcp_account_connect_start",
     "mcp_account_disconnect",
+    "mcp_account_resume",
     "mcp_accounts_forget_server",
     "mcp_accounts_sync_server",
 ]
@@ -123,11 +125,10 @@ def _oauth_client(server: MCPServer, redirect_uri: str) -> MCPOAuthClient:
         raise UnprocessableError(f"MCP server {server.name!r}: {exc}") from exc
 
 
-def _signer(
-    server: MCPServer, user_id: int, redirect_uri: str, authorize: Authorize
-) -> httpx2.Auth:
+def _signer(server: MCPServer, user_id: int, redirect_uri: str) -> httpx2.Auth:
+    """The signer of a session that runs on stored tokens: nobody is at a browser for it."""
     store = AccountTokenStore(user_id=user_id, server_id=server.pk)
-    return oauth_auth(server.url, _oauth_client(server, redirect_uri), store, authorize)
+    return oauth_auth(server.url, _oauth_client(server, redirect_uri), store, needs_the_user)
 
 
 def _per_user_server(server: MCPServer) -> None:
@@ -145,17 +146,22 @@ def mcp_account_connect_start(
     """Start connecting ``user``'s account; the provider URL to send the browser to.
 
     ``None`` means no consent was needed (stored tokens were still good) and the
-    account is connected. UnprocessableError says why it could not start.
+    account is connected. UnprocessableError says why it could not start. The
+    flow itself is stored (``MCPOAuthFlow``): the callback may reach any process.
     """
     _per_user_server(server)
-    flow = AuthorizationFlow(user_id=user.pk, server=server.name)
+    consent = ConsentRequest(user_id=user.pk, server_id=server.pk)
+    store = AccountTokenStore(user_id=user.pk, server_id=server.pk)
+    signer = oauth_auth_handing_off(
+        server.url, _oauth_client(server, redirect_uri), store, consent.hand_off
+    )
     accounts = get_mcp_accounts()
-    accounts.connect(server.name, user.pk, _signer(server, user.pk, redirect_uri, flow.authorize))
+    accounts.connect(server.name, user.pk, signer)
 
-    # The flow's URL appears on the accounts loop; the connection may also settle without
+    # The URL appears on the accounts loop; the connection may also settle without
     # one (stored tokens still good, or a refusal): look at both, briefly, until one shows.
     deadline = time.monotonic() + CONNECT_WAIT_SECONDS
-    while not flow.url_ready.wait(_POLL_SECONDS):
+    while not consent.url_ready.wait(_POLL_SECONDS):
         status = accounts.status(server.name, user.pk)
         if status["state"] == "ready":
             return None
@@ -165,41 +171,105 @@ def mcp_account_connect_start(
         if time.monotonic() > deadline:
             accounts.disconnect(server.name, user.pk)
             raise UnprocessableError(f"MCP server {server.name!r} did not answer in time")
-    return flow.url
+    # The attempt waits at the consent step; the callback's process finishes the flow.
+    accounts.disconnect(server.name, user.pk).result(CONNECT_WAIT_SECONDS)
+    return consent.url
 
 
 def mcp_account_callback(
     *, user: AbstractBaseUser, state: str, code: str, iss: str | None, error: str | None
 ) -> tuple[str, dict[str, Any]]:
-    """Hand the provider's answer to ``user``'s flow; ``(server name, connection status)``.
+    """Finish ``user``'s flow named by ``state``, in this process; ``(server, status)``.
 
-    Raises ``FlowNotFound`` / ``FlowOfAnotherUser`` (the view answers 400 / 403).
+    Raises FlowNotFound (and its FlowExpired / FlowUsed) or FlowOfAnotherUser
+    (the view answers 400 / 403). The code is traded for tokens here, the
+    tokens are stored sealed, and this process connects the user's session.
     """
-    flow = authorization_answer(user_id=user.pk, state=state, code=code, iss=iss, error=error)
+    taken = mcp_oauth_flow_take(user_id=user.pk, state=state)
+    server, pending = taken.server, taken.pending
+    try:
+        if error:
+            raise MCPOAuthError(f"the provider did not authorize the connection ({error})")
+        if not code:
+            raise MCPOAuthError("the provider sent no authorization code")
+        tokens = async_to_sync(finish_authorization)(pending, code=code, iss=iss)
+        _per_user_server(server)
+    except (MCPOAuthError, UnprocessableError) as exc:
+        message = exc.message if isinstance(exc, UnprocessableError) else str(exc)
+        _forget(user, server)
+        return server.name, {"state": "failed", "error": message}
+    revocation = revocation_endpoint_of(pending)
+    MCPAccount.objects.update_or_create(
+        user=user,
+        server=server,
+        defaults={
+            "sealed_tokens": seal(tokens.model_dump(mode="json")),
+            "sealed_client": seal(pending.client.model_dump(mode="json", exclude_none=True)),
+            "revocation_endpoint": revocation or "",
+            "connected": timezone.now(),
+        },
+    )
     accounts = get_mcp_accounts()
+    accounts.connect(server.name, user.pk, _signer(server, user.pk, pending.redirect_uri))
     try:
         status = accounts.wait_for(
-            flow.server,
+            server.name,
             user.pk,
             lambda s: s["state"] in ("ready", "failed"),
             timeout=CONNECT_WAIT_SECONDS,
         )
     except TimeoutError:
-        status = accounts.status(flow.server, user.pk)
+        status = accounts.status(server.name, user.pk)
     if status["state"] == "failed":
-        # Nothing half-done stays behind: no session, and no tokens (none were issued).
-        accounts.disconnect(flow.server, user.pk)
-        MCPAccount.objects.filter(user=user, server__name=flow.server).delete()
-    return flow.server, status
+        _forget(user, server)
+    return server.name, status
 
 
-def mcp_account_disconnect(*, user: AbstractBaseUser, server: MCPServer) -> bool:
-    """Forget ``user``'s tokens for ``server`` and close their session; False if none."""
-    deleted, _ = MCPAccount.objects.filter(user=user, server=server).delete()
+def _forget(user: AbstractBaseUser, server: MCPServer) -> None:
+    """Nothing half-done stays behind: no session and no tokens for this user."""
     accounts = get_mcp_accounts()
     if server.name in accounts.names():
         accounts.disconnect(server.name, user.pk)
-    return bool(deleted)
+    MCPAccount.objects.filter(user=user, server=server).delete()
+
+
+@dataclass(frozen=True)
+class Disconnected:
+    """What Disconnect did: whether anything was stored, and what the provider said."""
+
+    had_account: bool
+    revocation_problems: tuple[str, ...] = ()
+
+
+def mcp_account_disconnect(*, user: AbstractBaseUser, server: MCPServer) -> Disconnected:
+    """Revoke ``user``'s tokens at the provider (RFC 7009), forget them, close their session.
+
+    The local tokens are deleted whatever the provider answers (or if it does not
+    answer within :data:`~openprogram.mcp.oauth_revocation.REVOKE_SECONDS`); its
+    problems come back as sentences for a note.
+    """
+    account = MCPAccount.objects.filter(user=user, server=server).first()
+    problems: list[str] = []
+    if account is not None:
+        problems = _revoke(account)
+        account.delete()
+    accounts = get_mcp_accounts()
+    if server.name in accounts.names():
+        accounts.disconnect(server.name, user.pk)
+    return Disconnected(had_account=account is not None, revocation_problems=tuple(problems))
+
+
+def _revoke(account: MCPAccount) -> list[str]:
+    if not account.revocation_endpoint or not account.sealed_tokens:
+        return []
+    try:
+        tokens = OAuthToken.model_validate(unseal(account.sealed_tokens))
+        client = OAuthClientInformationFull.model_validate(unseal(account.sealed_client or ""))
+    except (TokenSealError, ValidationError):
+        return ["the stored tokens could not be read, so they were not revoked at the provider"]
+    return async_to_sync(revoke_tokens)(
+        endpoint=account.revocation_endpoint, tokens=tokens, client=client
+    )
 
 
 def mcp_accounts_sync_server(*, server: MCPServer, config: MCPServerConfig) -> None:
@@ -219,9 +289,12 @@ def mcp_accounts_sync_server(*, server: MCPServer, config: MCPServerConfig) -> N
         return
     for user_id in rows:
         if accounts.status(server.name, user_id)["state"] == "stopped":
-            accounts.connect(
-                server.name, user_id, _signer(server, user_id, _UNUSED_REDIRECT, needs_the_user)
-            )
+            mcp_account_resume(server=server, user_id=user_id)
+
+
+def mcp_account_resume(*, server: MCPServer, user_id: int) -> None:
+    """(Re)connect ``user_id``'s session to ``server`` with the stored tokens (refreshed if due)."""
+    get_mcp_accounts().connect(server.name, user_id, _signer(server, user_id, _UNUSED_REDIRECT))
 
 
 def mcp_accounts_forget_server(*, name: str) -> None:

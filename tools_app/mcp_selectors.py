@@ -56,6 +56,8 @@ def _per_user(server: MCPServer) -> dict[str, Any]:
         state="per-user",
         tools=summary["tools"],
         user_sessions={"open": summary["users"], "ready": summary["ready"]},
+        changed_tools=summary["changed_tools"],
+        fingerprints=summary["fingerprints"],
     )
     return status
 

@@ -22,12 +22,14 @@ from openprogram.mcp import (
     MCPConfigError,
     MCPManager,
     MCPServerConfig,
+    get_mcp_accounts,
     get_mcp_manager,
     parse_mcp_servers_json,
     shutdown_mcp_accounts,
     shutdown_mcp_manager,
 )
 from openprogram_site.api_errors import UnprocessableError
+from tools_app.mcp_account_sync import mcp_accounts_follow_start, mcp_accounts_follow_stop
 from tools_app.mcp_models import MCPServer
 from tools_app.mcp_oauth_services import mcp_accounts_forget_server, mcp_accounts_sync_server
 
@@ -126,10 +128,14 @@ def mcp_server_set_enabled(*, server: MCPServer, enabled: bool) -> MCPServer:
 
 
 def mcp_server_approve_fingerprints(*, server: MCPServer) -> dict[str, str]:
-    """Trust the server's current tool definitions: changed-tool flags clear."""
-    if not _live.is_set() or server.name not in _manager().names():
+    """Trust the server's current tool definitions: changed-tool flags clear.
+
+    For a per-user server: the definitions its users' connections list now.
+    """
+    running = get_mcp_accounts() if server.per_user_auth else _manager()
+    if not _live.is_set() or server.name not in running.names():
         raise UnprocessableError(f"MCP server {server.name!r} is not running; nothing to approve")
-    approved = _manager().approve_fingerprints(server.name)
+    approved = running.approve_fingerprints(server.name)
     if not approved:
         raise UnprocessableError(f"MCP server {server.name!r} has listed no tools yet")
     MCPServer.objects.filter(pk=server.pk).update(approved_fingerprints=approved)
@@ -183,13 +189,17 @@ def mcp_servers_start() -> None:
     if _live.is_set():
         return
     _manager()  # created here (cheap: a thread and an event loop) so it has our listener
+    get_mcp_accounts(on_fingerprints_approved=_record_first_fingerprints)
     _live.set()
     threading.Thread(target=_start_stored_servers, name="mcp-start", daemon=True).start()
+    # Accounts connected or disconnected through another web process reach this one.
+    mcp_accounts_follow_start()
 
 
 def mcp_servers_stop() -> None:
     """Disconnect every server and stop mirroring rows (tests; exit does it via atexit)."""
     _live.clear()
+    mcp_accounts_follow_stop()
     shutdown_mcp_manager()
     shutdown_mcp_accounts()
 

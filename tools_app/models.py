@@ -151,5 +151,5 @@ class AgentProfile(models.Model):
         return f"{self.name} ({self.owner})"
 
 
-from tools_app.mcp_account_models import MCPAccount  # noqa: E402, F401
+from tools_app.mcp_account_models import MCPAccount, MCPOAuthFlow  # noqa: E402, F401
 from tools_app.mcp_models import MCPServer  # noqa: E402, F401

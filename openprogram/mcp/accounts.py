@@ -12,7 +12,9 @@ connection made. Who may use them is decided in one place, layer 4: every tool
 carries a ``can_use`` gate that passes only for a ``user_id`` whose own
 connection is ready, and otherwise says what to do ("connect your account").
 A call goes through the calling turn's user's connection (``get_turn().user_id``),
-never anyone else's.
+never anyone else's. Each user's prompts and resources are offered to that
+user only, and tool definitions are pinned like a shared server's
+(:mod:`openprogram.mcp.accounts_listings`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +32,8 @@ import httpx2
 import mcp_types
 
 from openprogram.agent.context import get_turn
+from openprogram.mcp.accounts_listings import AccountListings, FingerprintListener
+from openprogram.mcp.catalog import MCPPrompt, MCPResource
 from openprogram.mcp.config import MCPServerConfig
 from openprogram.mcp.connection import Backoff, ServerConnection
 from openprogram.mcp.errors import (
@@ -38,12 +41,11 @@ from openprogram.mcp.errors import (
     MCPServerUnavailableError,
     MCPUnknownServerError,
 )
+from openprogram.mcp.registration import registry_sync, registry_withdraw
 from openprogram.mcp.tool import MCPTool
-from openprogram.programs import ToolUnavailable, registry
+from openprogram.programs import ToolUnavailable
 
 __all__ = ["MCPAccounts"]
-
-logger = logging.getLogger(__name__)
 
 _STOP_SECONDS = 15.0
 
@@ -54,14 +56,27 @@ class _AccountServer:
     connections: dict[str, ServerConnection] = field(default_factory=dict)
     registered: dict[str, MCPTool] = field(default_factory=dict)
     listed: list[mcp_types.Tool] = field(default_factory=list)
+    catalogs: dict[str, tuple[list[MCPPrompt], list[MCPResource]]] = field(default_factory=dict)
+    """Each user's own prompts and resources."""
+    fingerprints: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Each user's latest listing's tool fingerprints."""
+    latest: dict[str, str] = field(default_factory=dict)
+    approved: dict[str, str] = field(default_factory=dict)
 
 
-class MCPAccounts:
+class MCPAccounts(AccountListings):
     """Per-user connections to the servers configured with :meth:`configure`."""
 
-    def __init__(self, *, backoff: Backoff | None = None, health_interval: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        backoff: Backoff | None = None,
+        health_interval: float = 30.0,
+        on_fingerprints_approved: FingerprintListener | None = None,
+    ) -> None:
         self._backoff = backoff or Backoff()
         self._health_interval = health_interval
+        self._on_fingerprints_approved = on_fingerprints_approved
         self._servers: dict[str, _AccountServer] = {}
         self._owners: dict[ServerConnection, str] = {}
         self._signers: dict[ServerConnection, httpx2.Auth] = {}
@@ -84,12 +99,17 @@ class MCPAccounts:
         with self._lock:
             server = self._servers.get(config.name)
             if server is None:
-                self._servers[config.name] = _AccountServer(config)
+                self._servers[config.name] = _AccountServer(
+                    config, approved=dict(config.approved_fingerprints)
+                )
             else:
                 if server.config.connection_key() != config.connection_key() or not config.enabled:
                     stale = list(server.connections.values())
                     server.connections.clear()
+                    server.catalogs.clear()
+                    server.fingerprints.clear()
                 server.config = config
+                server.approved = dict(config.approved_fingerprints) or server.approved
                 self._register_listed(server)
             self._changed.notify_all()
         return self._submit(self._stop(stale))
@@ -100,8 +120,7 @@ class MCPAccounts:
             server = self._servers.pop(name, None)
             if server is None:
                 raise MCPUnknownServerError(f"no per-user MCP server named {name!r}")
-            for tool_name in list(server.registered):
-                self._unregister(server, tool_name)
+            registry_withdraw(server.registered)
             stale = list(server.connections.values())
             self._changed.notify_all()
         return self._submit(self._stop(stale))
@@ -128,6 +147,7 @@ class MCPAccounts:
                 health_interval=self._health_interval,
                 on_state=self._state_changed,
                 on_tools=self._listed_tools,
+                on_catalog=self._listed_catalog,
                 auth=auth,
             )
             server.connections[key] = connection
@@ -140,6 +160,9 @@ class MCPAccounts:
         with self._lock:
             server = self._servers.get(name)
             old = server.connections.pop(str(user), None) if server is not None else None
+            if server is not None:
+                server.catalogs.pop(str(user), None)
+                server.fingerprints.pop(str(user), None)
             self._changed.notify_all()
         return self._submit(self._stop([old] if old else []))
 
@@ -155,8 +178,17 @@ class MCPAccounts:
                 "last_change": connection.last_change,
             }
 
+    def users(self, name: str) -> list[str]:
+        """The users (as strings) with a session to ``name``, in any state."""
+        with self._lock:
+            return sorted(self._server(name).connections)
+
     def summary(self, name: str) -> dict[str, Any]:
-        """``{users, ready, tools}``: sessions open, sessions ready, registered tool names."""
+        """``{users, ready, tools, changed_tools, fingerprints}`` of a server, for its admin.
+
+        Sessions open and ready, registered tool names, tools changed since approval
+        (in any user's listing), the latest listing's fingerprints.
+        """
         with self._lock:
             server = self._server(name)
             states = [c.state for c in server.connections.values()]
@@ -164,6 +196,8 @@ class MCPAccounts:
                 "users": len(states),
                 "ready": states.count("ready"),
                 "tools": sorted(server.registered),
+                "changed_tools": self.changed_tools(name),
+                "fingerprints": dict(server.latest),
             }
 
     def wait_for(
@@ -227,9 +261,7 @@ class MCPAccounts:
             raise MCPServerUnavailableError(reason or f"MCP server {server!r} is not connected")
         work = connection.call(tool, args, timeout=timeout, on_progress=on_progress, **extra)
         try:
-            if _running_loop() is self._loop:
-                return await work
-            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+            return await self._on_loop(work)
         except MCPProtocolError as exc:
             # A step-up the user's signer could not get consent for: say that, not "error 403".
             signer = self._signers.get(connection)
@@ -248,8 +280,7 @@ class MCPAccounts:
         with self._lock:
             connections = [c for s in self._servers.values() for c in s.connections.values()]
             for server in self._servers.values():
-                for tool_name in list(server.registered):
-                    self._unregister(server, tool_name)
+                registry_withdraw(server.registered)
             self._servers.clear()
         future = asyncio.run_coroutine_threadsafe(self._stop(connections), self._loop)
         with contextlib.suppress(Exception):
@@ -306,6 +337,7 @@ class MCPAccounts:
             if server is None:
                 return
             server.listed = list(tools)
+            self._pin(server, self._owners[connection], tools)
             self._register_listed(server)
             self._changed.notify_all()
 
@@ -319,15 +351,7 @@ class MCPAccounts:
                 tool = MCPTool.from_listing(caller=self, config=config, listed=listed)
                 tool.can_use = self._gate(config.name)
                 wanted.setdefault(tool.name, tool)
-        for tool_name in set(server.registered) - set(wanted):
-            self._unregister(server, tool_name)
-        for tool_name, tool in wanted.items():
-            current = registry.get(tool_name)
-            if current is not None and current is not server.registered.get(tool_name):
-                logger.warning("MCP tool %r not registered: the name is taken", tool_name)
-                continue
-            registry.register(tool, override=True)
-            server.registered[tool_name] = tool
+        registry_sync(server.registered, wanted)
 
     def _gate(self, name: str) -> Callable[..., bool]:
         def can_use(user_id: str | int | None = None, **_: Any) -> bool:
@@ -337,15 +361,3 @@ class MCPAccounts:
             return True
 
         return can_use
-
-    def _unregister(self, server: _AccountServer, tool_name: str) -> None:
-        tool = server.registered.pop(tool_name, None)
-        if tool is not None and registry.get(tool_name) is tool:
-            registry.unregister(tool_name)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

@@ -38,9 +38,10 @@ from openprogram.agent.elicitation import (
 from openprogram.mcp.config import MCPServerConfig
 from openprogram.mcp.connection import Backoff
 from openprogram.mcp.manager import MCPManager
-from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, MemoryOAuthStore, oauth_auth
+from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, oauth_auth
 from openprogram.mcp.oauth_enterprise import MCPEnterpriseClient, enterprise_auth
 from openprogram.mcp.oauth_machine import MCPMachineClient, machine_auth
+from openprogram.mcp.oauth_stores import MemoryOAuthStore
 from openprogram.mcp.tool import mcp_tool_name
 from openprogram.programs import registry
 
@@ -74,6 +75,27 @@ _TOOL_CALLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     ],
 }
 _AUTH_TOOL = [("test-tool", {})]
+# SEP-2243: of the listed tools only the valid one is callable; the rest must be dropped.
+_TOOL_CALLS["http-invalid-tool-headers"] = [("valid_tool", {"region": "us-west1"})]
+_ECHO_SCHEMA = {
+    "json-schema-2020-12-preservation": ("json_schema_echo", "json_schema_2020_12_tool")
+}
+"""Scenarios that ask for a tool's input schema back: (echo tool, tool whose schema to send).
+
+What is sent is the registered tool's ``parameters``, the schema a model is given,
+so the scenario sees what the framework kept of the server's schema.
+"""
+
+
+def _planned_calls(scenario: str, context: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls a scenario expects: named in its context (``toolCalls``), or known here."""
+    if context.get("toolCalls"):
+        return [(call["name"], dict(call.get("arguments") or {})) for call in context["toolCalls"]]
+    if scenario in _ECHO_SCHEMA:
+        echo, source = _ECHO_SCHEMA[scenario]
+        listed = registry.get(mcp_tool_name(SERVER, source))
+        return [(echo, {"schema": listed.parameters})] if listed is not None else []
+    return _TOOL_CALLS.get(scenario, _AUTH_TOOL if scenario.startswith("auth/") else [])
 
 
 async def follow_consent_redirect(url: str) -> AuthorizationCodeResult:
@@ -155,6 +177,15 @@ async def run_scenario(server_url: str, scenario: str, context: dict[str, Any]) 
     def auth_for(config: MCPServerConfig) -> httpx2.Auth:
         if enterprise is not None:
             return enterprise_auth(config.url, enterprise, store, idp_id_token)
+        if "valid_jwt" in context:  # workload identity: the platform's token for this run
+
+            async def workload_token(audience: str) -> str:
+                return context["valid_jwt"]
+
+            workload = MCPMachineClient(
+                client_id=context["client_id"], workload_token=workload_token
+            )
+            return machine_auth(config.url, workload, store)
         if scenario.startswith("auth/client-credentials"):
             machine = MCPMachineClient(
                 client_id=context["client_id"],
@@ -179,7 +210,7 @@ async def run_scenario(server_url: str, scenario: str, context: dict[str, Any]) 
         )
         if status["state"] != "ready":
             return f"server did not become ready: {status['error']}"
-        calls = _TOOL_CALLS.get(scenario, _AUTH_TOOL if scenario.startswith("auth/") else [])
+        calls = _planned_calls(scenario, context)
         tools = [(registry.get(mcp_tool_name(SERVER, name)), args) for name, args in calls]
         if not tools or any(tool is None for tool, _ in tools):
             return None  # the scenario only checks connecting and listing

@@ -5,7 +5,9 @@ supervisor task owns the SDK client (the SDK's task groups must be entered and
 left by the same task), reconnects with capped exponential backoff after a
 failed start, a crash or a timeout, and reports every state change and tool
 listing to the manager through two callbacks. Calls come in from other tasks
-on the same loop and share the session.
+on the same loop and share the session. How it reaches the server (a stdio
+child or streamable HTTP, each watched for its end) is
+:mod:`openprogram.mcp.transports`.
 """
 
 from __future__ import annotations
@@ -13,18 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from types import TracebackType
-from typing import IO, Any, Literal, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack
+from typing import Any, Literal, TypeVar
 
-import anyio
 import httpx2
 import mcp_types
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from openprogram.mcp.calls import CallsInFlight
@@ -39,6 +37,7 @@ from openprogram.mcp.errors import (
 )
 from openprogram.mcp.oauth import connect_deadline
 from openprogram.mcp.tool import ProgressFn
+from openprogram.mcp.transports import StderrTail, open_transport
 
 __all__ = ["Backoff", "ServerConnection", "ServerState"]
 
@@ -49,8 +48,6 @@ T = TypeVar("T")
 CatalogListener = Callable[["ServerConnection", list[MCPPrompt], list[MCPResource]], None]
 
 _CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK uses for a dead transport
-_STDERR_TAIL_CHARS = 400
-_STDERR_DRAIN_SECONDS = 1.0
 _MAX_TOOL_PAGES = 100  # a server whose cursor never ends must not hang the listing
 
 
@@ -69,53 +66,6 @@ class Backoff:
 
 class _ConnectionLost(Exception):
     """The transport ended while the session was in use."""
-
-
-class _EndWatchingStream:
-    """Wraps the transport's read stream and sets ``ended`` when it closes.
-
-    The SDK gives no public signal when a stdio server dies; its read stream
-    ending is that signal, so the supervisor can reconnect instead of waiting
-    for the next call to fail.
-    """
-
-    def __init__(self, inner: Any, ended: asyncio.Event) -> None:
-        self._inner = inner
-        self._ended = ended
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except BaseException:
-            self._ended.set()
-            raise
-
-    async def aclose(self) -> None:
-        self._ended.set()
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _EndWatchingStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream as exc:
-            raise StopAsyncIteration from exc
-
-    async def __aenter__(self) -> _EndWatchingStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _leaf_exception(exc: BaseException) -> BaseException:
@@ -205,7 +155,7 @@ class ServerConnection:
         failures = 0
         while not self._stop.is_set():
             self._set_state("connecting", self.error)
-            stderr = _StderrTail(self.name)
+            stderr = StderrTail(self.name)
             try:
                 await self._run_session(stderr)
                 failures = 0
@@ -230,7 +180,7 @@ class ServerConnection:
             # failures == 0 here means a clean end without a stop request: reconnect at once.
         self._set_state("stopped", self.error)
 
-    async def _run_session(self, stderr: _StderrTail) -> None:
+    async def _run_session(self, stderr: StderrTail) -> None:
         self._lost.clear()
         self._tools_changed.clear()
         async with AsyncExitStack() as stack:
@@ -240,7 +190,9 @@ class ServerConnection:
                 with connect_deadline(deadline):
                     client = await stack.enter_async_context(
                         Client(
-                            self._transport(stderr),
+                            open_transport(
+                                self.config, auth=self._auth, stderr=stderr, lost=self._lost
+                            ),
                             # 2026-07-28 where the server speaks it (server/discover), else the
                             # initialize handshake of older servers.
                             mode="auto",
@@ -281,33 +233,6 @@ class ServerConnection:
                     await self._list_tools(client)
                     if catalog_changed:
                         await self._list_catalog(client)
-
-    @asynccontextmanager
-    async def _transport(self, stderr: _StderrTail) -> AsyncIterator[tuple[Any, Any]]:
-        if self.config.transport == "stdio":
-            from mcp.client.stdio import stdio_client
-
-            params = StdioServerParameters(
-                command=self.config.command, args=list(self.config.args), env=self.config.env
-            )
-            try:
-                async with stdio_client(params, errlog=stderr.writer) as (read, write):
-                    # The child holds its own copy now; ours would keep the pipe open forever.
-                    stderr.close_writer()
-                    yield _EndWatchingStream(read, self._lost), write
-            finally:
-                stderr.close_writer()
-        else:
-            from mcp.client.streamable_http import streamable_http_client
-
-            http = httpx2.AsyncClient(
-                headers=self.config.headers,
-                auth=self._auth,
-                timeout=httpx2.Timeout(self.config.timeout, read=max(300.0, self.config.timeout)),
-            )
-            async with http, streamable_http_client(self.config.url, http_client=http) as streams:
-                read, write = streams
-                yield _EndWatchingStream(read, self._lost), write
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
@@ -414,41 +339,3 @@ async def _first_set(*events: asyncio.Event) -> None:
     finally:
         for waiter in waiters:
             waiter.cancel()
-
-
-class _StderrTail:
-    """A pipe for a stdio server's stderr that keeps only its last characters.
-
-    The tail explains a failed start ("ModuleNotFoundError: ...") in the
-    server's status; keeping only a tail means a chatty long-lived server never
-    grows memory or disk. A daemon thread drains the pipe until the child exits.
-    """
-
-    def __init__(self, server: str) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer: IO[str] = os.fdopen(write_fd, "w")
-        self._tail = ""
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(
-            target=self._drain, args=(read_fd,), name=f"mcp-stderr-{server}", daemon=True
-        )
-        self._thread.start()
-
-    def _drain(self, read_fd: int) -> None:
-        with os.fdopen(read_fd, "rb") as pipe:
-            while chunk := pipe.read1(4096):
-                text = chunk.decode("utf-8", errors="replace")
-                with self._lock:
-                    self._tail = (self._tail + text)[-_STDERR_TAIL_CHARS * 4 :]
-
-    def close_writer(self) -> None:
-        if not self.writer.closed:
-            self.writer.close()
-
-    async def text_after_exit(self) -> str:
-        """The tail, once the child's last words are read (bounded wait)."""
-        self.close_writer()
-        await asyncio.to_thread(self._thread.join, _STDERR_DRAIN_SECONDS)
-        with self._lock:
-            text = " ".join(self._tail.split())
-        return text[-_STDERR_TAIL_CHARS:]

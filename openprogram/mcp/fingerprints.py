@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["changed_tools", "tool_fingerprint"]
+import mcp_types
+
+__all__ = ["changed_tools", "listing_fingerprints", "tool_fingerprint"]
 
 
 def tool_fingerprint(*, name: str, description: str | None, input_schema: Mapping[str, Any]) -> str:
@@ -33,3 +35,13 @@ def changed_tools(*, approved: Mapping[str, str], current: Mapping[str, str]) ->
     Tools that disappeared are not listed: a removed tool cannot do harm.
     """
     return sorted(name for name, digest in current.items() if approved.get(name) != digest)
+
+
+def listing_fingerprints(tools: Iterable[mcp_types.Tool]) -> dict[str, str]:
+    """Each listed tool's fingerprint, by the server's tool name."""
+    return {
+        tool.name: tool_fingerprint(
+            name=tool.name, description=tool.description, input_schema=tool.input_schema
+        )
+        for tool in tools
+    }

@@ -9,7 +9,8 @@ ones hand work to the manager loop, :meth:`MCPManager.call` bridges with
 Tools register in the shared registry as :class:`MCPTool` entries. When a
 server is down its tools stay registered with ``unavailable_reason`` set
 (layer 4 hides them with that reason) instead of vanishing; disabling or
-removing a server unregisters them.
+removing a server unregisters them. What the manager holds per server, and
+how its tools enter and leave the registry, is :mod:`.managed_server`'s.
 """
 
 from __future__ import annotations
@@ -27,18 +28,17 @@ from typing import Any
 import httpx2
 import mcp_types
 
-from openprogram.mcp.catalog import MCPPrompt, MCPResource
 from openprogram.mcp.config import MCPServerConfig
-from openprogram.mcp.connection import Backoff, ServerConnection, ServerState
+from openprogram.mcp.connection import Backoff, ServerConnection
 from openprogram.mcp.elicitation import CallElicitor
 from openprogram.mcp.errors import (
     MCPServerUnavailableError,
     MCPUnknownServerError,
 )
-from openprogram.mcp.fingerprints import changed_tools, tool_fingerprint
-from openprogram.mcp.manager_catalog import ServerCatalogs
-from openprogram.mcp.tool import MCPTool, ProgressFn
-from openprogram.programs import registry
+from openprogram.mcp.fingerprints import listing_fingerprints
+from openprogram.mcp.managed_server import ManagedServer
+from openprogram.mcp.manager_catalog import SharedCatalogs
+from openprogram.mcp.tool import ProgressFn
 
 __all__ = ["AuthFactory", "FingerprintListener", "MCPManager"]
 
@@ -53,21 +53,7 @@ FingerprintListener = Callable[[str, dict[str, str]], None]
 _STOP_SECONDS = 15.0  # stdio_client's own shutdown is bounded at ~6.5 s per server
 
 
-class _ServerEntry:
-    """What the manager knows about one server besides its connection."""
-
-    def __init__(self, config: MCPServerConfig) -> None:
-        self.config = config
-        self.connection: ServerConnection | None = None
-        self.registered: dict[str, MCPTool] = {}
-        self.fingerprints: dict[str, str] = {}
-        self.approved: dict[str, str] = dict(config.approved_fingerprints)
-        self.listed: list[mcp_types.Tool] = []
-        self.prompts: list[MCPPrompt] = []
-        self.resources: list[MCPResource] = []
-
-
-class MCPManager(ServerCatalogs):
+class MCPManager(SharedCatalogs):
     """Connects configured MCP servers and keeps their tools in the registry."""
 
     def __init__(
@@ -90,7 +76,7 @@ class MCPManager(ServerCatalogs):
         self._health_interval = health_interval
         self._on_fingerprints_approved = on_fingerprints_approved
         self._auth_for = auth_for
-        self._servers: dict[str, _ServerEntry] = {}
+        self._servers: dict[str, ManagedServer] = {}
         self._retiring: set[ServerConnection] = set()
         """Connections being stopped; shutdown waits for them so no child outlives the loop."""
         self._lock = threading.RLock()
@@ -113,7 +99,7 @@ class MCPManager(ServerCatalogs):
         with self._lock:
             if config.name in self._servers:
                 raise ValueError(f"MCP server {config.name!r} is already managed; use update()")
-            self._servers[config.name] = _ServerEntry(config)
+            self._servers[config.name] = ManagedServer(config)
         return self._submit(self._apply_config(config.name))
 
     def update(self, config: MCPServerConfig) -> concurrent.futures.Future[None]:
@@ -121,14 +107,14 @@ class MCPManager(ServerCatalogs):
         with self._lock:
             entry = self._servers.get(config.name)
             if entry is None:
-                self._servers[config.name] = _ServerEntry(config)
+                self._servers[config.name] = ManagedServer(config)
                 return self._submit(self._apply_config(config.name))
             reconnect = entry.config.connection_key() != config.connection_key()
             entry.config = config
             entry.approved = dict(config.approved_fingerprints) or entry.approved
             if not config.enabled:
                 # Tools leave the registry now, not when the process has exited.
-                self._unregister_all(entry)
+                entry.unregister_all()
         if reconnect:
             return self._submit(self._restart(config.name))
         return self._submit(self._apply_config(config.name))
@@ -139,7 +125,7 @@ class MCPManager(ServerCatalogs):
             entry = self._servers.pop(name, None)
             if entry is None:
                 raise MCPUnknownServerError(f"no MCP server named {name!r}")
-            self._unregister_all(entry)
+            entry.unregister_all()
             self._changed.notify_all()
         return self._submit(self._stop_connection(entry))
 
@@ -155,23 +141,7 @@ class MCPManager(ServerCatalogs):
             entry = self._servers.get(name)
             if entry is None:
                 raise MCPUnknownServerError(f"no MCP server named {name!r}")
-            connection = entry.connection
-            state: ServerState = connection.state if connection is not None else "stopped"
-            return {
-                "name": name,
-                "enabled": entry.config.enabled,
-                "transport": entry.config.transport,
-                "state": state,
-                "error": connection.error if connection is not None else None,
-                "tools": sorted(entry.registered),
-                "last_change": connection.last_change if connection is not None else None,
-                "retries": connection.retries if connection is not None else 0,
-                "protocol_version": connection.protocol_version if connection else None,
-                "changed_tools": changed_tools(approved=entry.approved, current=entry.fingerprints),
-                "fingerprints": dict(entry.fingerprints),
-                "prompts": sorted(p.name for p in entry.prompts),
-                "resources": sorted(r.uri for r in entry.resources),
-            }
+            return entry.status()
 
     def statuses(self) -> dict[str, dict[str, Any]]:
         return {name: self.status(name) for name in self.names()}
@@ -245,9 +215,7 @@ class MCPManager(ServerCatalogs):
         work = connection.call(
             tool, args, timeout=timeout, on_progress=on_progress, elicitor=elicitor
         )
-        if _running_loop() is self._loop:
-            return await work
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+        return await self._on_loop(work)
 
     # --- shutdown ------------------------------------------------------------------------
 
@@ -260,7 +228,7 @@ class MCPManager(ServerCatalogs):
             entries = list(self._servers.values())
             self._servers.clear()
             for entry in entries:
-                self._unregister_all(entry)
+                entry.unregister_all()
         future = asyncio.run_coroutine_threadsafe(self._stop_all(entries), self._loop)
         try:
             future.result(timeout)
@@ -293,7 +261,7 @@ class MCPManager(ServerCatalogs):
                     entry.connection.start()
                 else:
                     entry.connection.config = entry.config
-                    self._register_listed(entry)
+                    entry.register_listed(self)
             self._changed.notify_all()
         if connection is not None:
             await self._retire(connection)
@@ -308,7 +276,7 @@ class MCPManager(ServerCatalogs):
             await self._retire(old)
         await self._apply_config(name)
 
-    async def _stop_connection(self, entry: _ServerEntry) -> None:
+    async def _stop_connection(self, entry: ManagedServer) -> None:
         if entry.connection is not None:
             await self._retire(entry.connection)
 
@@ -319,7 +287,7 @@ class MCPManager(ServerCatalogs):
         finally:
             self._retiring.discard(connection)
 
-    async def _stop_all(self, entries: list[_ServerEntry]) -> None:
+    async def _stop_all(self, entries: list[ManagedServer]) -> None:
         connections = {e.connection for e in entries if e.connection is not None}
         connections |= self._retiring
         with contextlib.suppress(TimeoutError):
@@ -341,9 +309,7 @@ class MCPManager(ServerCatalogs):
         with self._lock:
             entry = self._servers.get(connection.name)
             if entry is not None and entry.connection is connection:
-                reason = _unavailable_reason(connection)
-                for tool in entry.registered.values():
-                    tool.unavailable_reason = reason
+                entry.mark_availability()
             self._changed.notify_all()
 
     def _connection_listed_tools(
@@ -355,69 +321,14 @@ class MCPManager(ServerCatalogs):
             if entry is None or entry.connection is not connection:
                 return
             entry.listed = list(tools)
-            entry.fingerprints = {
-                tool.name: tool_fingerprint(
-                    name=tool.name, description=tool.description, input_schema=tool.input_schema
-                )
-                for tool in tools
-            }
+            entry.fingerprints = listing_fingerprints(tools)
             if not entry.approved and entry.fingerprints:
                 # Trust on first use: the first listing is what later listings are held to.
                 entry.approved = dict(entry.fingerprints)
                 trusted = dict(entry.approved)
-            self._register_listed(entry)
+            entry.register_listed(self)
             self._changed.notify_all()
         if trusted is not None and self._on_fingerprints_approved is not None:
             self._loop.run_in_executor(
                 None, self._on_fingerprints_approved, connection.name, trusted
             )
-
-    def _register_listed(self, entry: _ServerEntry) -> None:
-        """Make the registry hold exactly the allowed tools of the latest listing."""
-        config = entry.config
-        connection = entry.connection
-        reason = _unavailable_reason(connection) if connection is not None else None
-        wanted: dict[str, MCPTool] = {}
-        for listed in entry.listed:
-            if not config.allows(listed.name):
-                continue
-            tool = MCPTool.from_listing(caller=self, config=config, listed=listed)
-            if tool.name in wanted:
-                logger.warning(
-                    "MCP server %r: tool %r collides after renaming", config.name, tool.name
-                )
-                continue
-            tool.unavailable_reason = reason
-            wanted[tool.name] = tool
-        for name in set(entry.registered) - set(wanted):
-            self._unregister(entry, name)
-        for name, tool in wanted.items():
-            current = registry.get(name)
-            if current is not None and current is not entry.registered.get(name):
-                logger.warning("MCP tool %r not registered: the name is taken by %r", name, current)
-                continue
-            registry.register(tool, override=True)
-            entry.registered[name] = tool
-
-    def _unregister(self, entry: _ServerEntry, name: str) -> None:
-        tool = entry.registered.pop(name, None)
-        if tool is not None and registry.get(name) is tool:
-            registry.unregister(name)
-
-    def _unregister_all(self, entry: _ServerEntry) -> None:
-        for name in list(entry.registered):
-            self._unregister(entry, name)
-
-
-def _unavailable_reason(connection: ServerConnection) -> str | None:
-    if connection.state == "ready":
-        return None
-    detail = f": {connection.error}" if connection.error else ""
-    return f"MCP server {connection.name!r} is {connection.state}{detail}"
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

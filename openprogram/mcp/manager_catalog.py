@@ -1,98 +1,114 @@
-"""The manager's prompts and resources: what connected servers list, fetched on demand.
+"""Prompts and resources: what connected servers list, fetched on demand, for whom.
 
-A mixin of :class:`openprogram.mcp.manager.MCPManager` (kept apart so the manager
-stays about connections and tools). Each connection reports its prompts and
-resources after connecting and on ``list_changed``; these methods read them and
-fetch one, bridging to the manager's loop like a tool call.
+Mixins of :class:`openprogram.mcp.manager.MCPManager` (shared servers, anyone
+may use them) and :class:`openprogram.mcp.accounts.MCPAccounts` (per-user
+servers: only the user whose own connection listed them). Each connection
+reports its prompts and resources after connecting and on ``list_changed``;
+:class:`ServerCatalogs` reads and fetches them through ``_catalogs(user)``, the
+one place both rules meet: only a listed prompt or URI is ever sent to a
+server (no ``file:///etc/passwd`` through a filesystem server), and only
+through a connection the asking user may use.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openprogram.mcp.catalog import MCPPrompt, MCPResource, prompt_text, resource_text
-from openprogram.mcp.errors import (
-    MCPProtocolError,
-    MCPServerUnavailableError,
-    MCPUnknownServerError,
-)
+from openprogram.mcp.errors import MCPProtocolError, MCPUnknownServerError
 
 if TYPE_CHECKING:
     import threading
 
     from openprogram.mcp.connection import ServerConnection
 
-__all__ = ["ServerCatalogs"]
+__all__ = ["CatalogView", "ServerCatalogs", "SharedCatalogs"]
+
+User = str | int | None
+
+
+@dataclass(frozen=True)
+class CatalogView:
+    """One ready connection's prompts and resources, as last listed."""
+
+    connection: ServerConnection
+    prompts: tuple[MCPPrompt, ...]
+    resources: tuple[MCPResource, ...]
 
 
 class ServerCatalogs:
-    """Prompts and resources across the manager's servers (see the module doc)."""
+    """Listing and fetching over the views ``_catalogs(user)`` gives (see the module doc)."""
 
-    _lock: threading.RLock
-    _changed: threading.Condition
-    _servers: dict[str, Any]
     _loop: asyncio.AbstractEventLoop
 
-    # --- prompts and resources (any thread; the async ones from any loop) -----------------
+    def _catalogs(self, user: User) -> list[CatalogView]:
+        """The ready connections ``user`` may use, by server name."""
+        raise NotImplementedError
 
-    def _ready_entries(self) -> list[Any]:
-        with self._lock:
-            return [
-                entry
-                for _, entry in sorted(self._servers.items())
-                if entry.connection is not None and entry.connection.state == "ready"
-            ]
+    def prompts(self, user: User = None) -> list[MCPPrompt]:
+        """The prompts of every server ``user`` may use, as last listed."""
+        return [prompt for view in self._catalogs(user) for prompt in view.prompts]
 
-    def prompts(self) -> list[MCPPrompt]:
-        """Every connected server's prompts, as last listed."""
-        return [prompt for entry in self._ready_entries() for prompt in entry.prompts]
+    def resources(self, user: User = None) -> list[MCPResource]:
+        """The listed resources of every server ``user`` may use."""
+        return [resource for view in self._catalogs(user) for resource in view.resources]
 
-    def resources(self) -> list[MCPResource]:
-        """Every connected server's listed resources."""
-        return [resource for entry in self._ready_entries() for resource in entry.resources]
-
-    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
+    async def get_prompt(
+        self, server: str, name: str, arguments: dict[str, str], *, user: User = None
+    ) -> str:
         """A listed prompt filled in with ``arguments``, as text; raises MCPCallError."""
-        prompt = next((p for p in self.prompts() if (p.server, p.name) == (server, name)), None)
-        if prompt is None:
+        view = self._view(server, user)
+        prompt = next((p for p in view.prompts if p.name == name), None) if view else None
+        if view is None or prompt is None:
             raise MCPUnknownServerError(f"no prompt {name!r} on a connected server {server!r}")
         missing = [
             a["name"] for a in prompt.arguments if a["required"] and not arguments.get(a["name"])
         ]
         if missing:
             raise MCPProtocolError(f"prompt {name!r} needs the arguments {missing}")
-        connection = self._connection(server)
         result = await self._on_loop(
-            connection.request(f"prompt {name!r}", lambda c: c.get_prompt(name, arguments))
+            view.connection.request(f"prompt {name!r}", lambda c: c.get_prompt(name, arguments))
         )
         return prompt_text(result)
 
-    async def read_resource(self, server: str, uri: str) -> str:
+    async def read_resource(self, server: str, uri: str, *, user: User = None) -> str:
         """A listed resource's text; raises MCPCallError, or MCPResourceError (not text, too big).
 
         Only listed resources: a URI the server did not offer (``file:///etc/...``) is refused.
         """
-        if not any((r.server, r.uri) == (server, uri) for r in self.resources()):
+        view = self._view(server, user)
+        if view is None or not any(r.uri == uri for r in view.resources):
             raise MCPUnknownServerError(f"no resource {uri!r} on a connected server {server!r}")
-        connection = self._connection(server)
         result = await self._on_loop(
-            connection.request(f"resource {uri!r}", lambda c: c.read_resource(uri))
+            view.connection.request(f"resource {uri!r}", lambda c: c.read_resource(uri))
         )
         return resource_text(result, uri)
 
-    def _connection(self, server: str) -> ServerConnection:
-        with self._lock:
-            entry = self._servers.get(server)
-            connection = entry.connection if entry is not None else None
-        if connection is None:
-            raise MCPServerUnavailableError(f"MCP server {server!r} is not connected")
-        return connection
+    def _view(self, server: str, user: User) -> CatalogView | None:
+        return next((v for v in self._catalogs(user) if v.connection.name == server), None)
 
     async def _on_loop(self, work: Any) -> Any:
         if _running_loop() is self._loop:
             return await work
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+
+
+class SharedCatalogs(ServerCatalogs):
+    """The manager's servers: configured by an operator for everyone, so any user sees them."""
+
+    _lock: threading.RLock
+    _changed: threading.Condition
+    _servers: dict[str, Any]
+
+    def _catalogs(self, user: User) -> list[CatalogView]:
+        with self._lock:
+            return [
+                CatalogView(entry.connection, tuple(entry.prompts), tuple(entry.resources))
+                for _, entry in sorted(self._servers.items())
+                if entry.connection is not None and entry.connection.state == "ready"
+            ]
 
     def _connection_listed_catalog(
         self,

@@ -9,7 +9,9 @@ PKCE S256, scopes from ``WWW-Authenticate`` or ``scopes_supported``, step-up on
 stricter rules because an MCP server's metadata is untrusted input:
 
 - the protected-resource metadata must name this server (``resource``); the
-  authorization-server metadata must name the issuer it was fetched for (SDK);
+  authorization-server metadata must name the issuer it was fetched for (SDK),
+  except that a 2025-03-26 server's own metadata may name an issuer under a
+  path of its origin when all it names is on that origin (:mod:`.oauth_legacy`);
 - no request made for OAuth follows a redirect to another origin: the SDK
   follows none, and this one fails with a message saying where it pointed;
 - every authorization server and endpoint must be ``https`` (``http`` only on a
@@ -22,30 +24,40 @@ Where the user's consent comes from is the caller's: an :data:`Authorize`
 coroutine gets the authorization URL and returns the callback's code and state
 (the web app sends the browser there; the conformance client follows the
 redirect headlessly). Tokens and client registrations live in an
-:class:`OAuthStore` (the web app's is per user and encrypted).
+:class:`~openprogram.mcp.oauth_stores.OAuthStore` (the web app's is per user and
+encrypted); which URLs are acceptable is :mod:`.oauth_urls`'s to say.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 from urllib.parse import urljoin, urlparse
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+from mcp.client.auth.utils import create_oauth_metadata_request
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 from pydantic import AnyUrl
+
+from openprogram.mcp.oauth_dpop import DPoPHooks
+from openprogram.mcp.oauth_legacy import (
+    LegacyMetadataRefused,
+    legacy_issuer_alias,
+    legacy_metadata_url,
+    resource_metadata_not_found,
+)
+from openprogram.mcp.oauth_stores import OAuthStore, PreRegisteredStore
+from openprogram.mcp.oauth_urls import origin_of, secure_url
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +66,6 @@ __all__ = [
     "Authorize",
     "MCPOAuthClient",
     "MCPOAuthError",
-    "MemoryOAuthStore",
-    "OAuthStore",
     "connect_deadline",
     "oauth_auth",
 ]
@@ -71,38 +81,6 @@ TokenEndpointAuth = Literal["none", "client_secret_basic", "client_secret_post"]
 
 class MCPOAuthError(OAuthFlowError):
     """An authorization server or its metadata that this client refuses to use."""
-
-
-class OAuthStore(Protocol):
-    """Where one user's tokens and client registration for one server are kept."""
-
-    async def get_tokens(self) -> OAuthToken | None: ...
-
-    async def set_tokens(self, tokens: OAuthToken) -> None: ...
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None: ...
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None: ...
-
-
-class MemoryOAuthStore:
-    """An :class:`OAuthStore` in memory: for one process's life (CLI, conformance, tests)."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
 
 
 @dataclass(frozen=True)
@@ -126,7 +104,7 @@ class MCPOAuthClient:
     scope: str | None = None
 
     def __post_init__(self) -> None:
-        if not _secure_url(self.redirect_uri):
+        if not secure_url(self.redirect_uri):
             raise ValueError(
                 f"redirect_uri must be https (or http on a loopback address), "
                 f"got {self.redirect_uri!r}"
@@ -204,29 +182,8 @@ def _person_time() -> Iterator[None]:
             deadline.reschedule(loop.time() + remaining)
 
 
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parsed = urlparse(url)
-    return parsed.scheme, (parsed.hostname or "").lower(), parsed.port
-
-
-def _secure_url(url: str) -> bool:
-    parsed = urlparse(url)
-    return parsed.scheme == "https" or (parsed.scheme == "http" and _is_loopback(parsed.hostname))
-
-
-class Guarded(OAuthClientProvider):
-    """The checks the SDK's providers leave to the application (see module doc).
+class Guarded(DPoPHooks):
+    """The checks the SDK's providers leave to the application (see module doc), and DPoP.
 
     Mixed in before an SDK provider class: ``class X(Guarded, SDKProvider)``.
     """
@@ -249,7 +206,7 @@ class Guarded(OAuthClientProvider):
                 response = yield outgoing
                 if outgoing is not request and response.is_redirect:
                     target = urljoin(str(outgoing.url), response.headers.get("location", ""))
-                    if _origin(target) != _origin(str(outgoing.url)):
+                    if origin_of(target) != origin_of(str(outgoing.url)):
                         raise MCPOAuthError(
                             f"{outgoing.url} redirected to another host ({target}); refused"
                         )
@@ -268,9 +225,54 @@ class Guarded(OAuthClientProvider):
         finally:
             await flow.aclose()
 
+    legacy_issuer: str | None = None
+    """On the 2025-03-26 path: the same-origin issuer the origin's metadata names (or None)."""
+
+    def _expected_issuer(self) -> str:
+        if self.context.auth_server_url is None and self.legacy_issuer is not None:
+            return self.legacy_issuer
+        return super()._expected_issuer()
+
+    async def _auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        # The SDK fixes the issuer it expects before it reads the 2025-03-26 metadata. So
+        # when protected-resource discovery has just found nothing, read that document
+        # first, decide which issuer it may name (oauth_legacy), and hand the SDK this
+        # same response when it asks for the URL: one request, and what the SDK holds
+        # is exactly what the server said.
+        flow = super()._auth_flow(request)
+        challenge: httpx2.Response | None = None
+        read_ahead: tuple[httpx2.URL, httpx2.Response] | None = None
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if read_ahead is not None and outgoing.url == read_ahead[0]:
+                    response, read_ahead = read_ahead[1], None
+                else:
+                    response = yield outgoing
+                if outgoing is request:
+                    challenge = response
+                elif challenge is not None and await resource_metadata_not_found(
+                    outgoing, response, challenge, self.context.server_url
+                ):
+                    url = legacy_metadata_url(self.context.server_url)
+                    document = yield create_oauth_metadata_request(url)
+                    await document.aread()
+                    read_ahead = (httpx2.URL(url), document)
+                    try:
+                        self.legacy_issuer = legacy_issuer_alias(self.context.server_url, document)
+                    except LegacyMetadataRefused as exc:
+                        raise MCPOAuthError(str(exc)) from None
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
     def _select_authorization_server(self, advertised: list[str]) -> str:
         chosen = super()._select_authorization_server(advertised)
-        if not _secure_url(chosen):
+        if not secure_url(chosen):
             raise MCPOAuthError(
                 f"the MCP server names an authorization server that is not https: {chosen!r}"
             )
@@ -287,7 +289,7 @@ class Guarded(OAuthClientProvider):
         if metadata is not None:
             for label in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
                 endpoint = getattr(metadata, label)
-                if endpoint is not None and not _secure_url(str(endpoint)):
+                if endpoint is not None and not secure_url(str(endpoint)):
                     raise MCPOAuthError(
                         f"the authorization server's {label} is not https: {str(endpoint)!r}"
                     )
@@ -323,30 +325,10 @@ def oauth_auth(
     provider = _GuardedOAuthProvider(
         server_url=server_url,
         client_metadata=client.metadata(),
-        storage=_PreRegisteredStore(store, registration) if registration else store,
+        storage=PreRegisteredStore(store, registration) if registration else store,
         redirect_handler=redirect,
         callback_handler=callback,
         client_metadata_url=client.client_metadata_url,
     )
     provider.fixed_scope = client.scope
     return provider
-
-
-class _PreRegisteredStore:
-    """Always answers with the pre-registered client: the operator's settings are the truth."""
-
-    def __init__(self, inner: OAuthStore, registration: OAuthClientInformationFull) -> None:
-        self._inner = inner
-        self._registration = registration
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return await self._inner.get_tokens()
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        await self._inner.set_tokens(tokens)
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self._registration
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        await self._inner.set_client_info(client_info)

@@ -19,7 +19,8 @@ from typing import Literal
 import httpx2
 from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 
-from openprogram.mcp.oauth import MCPOAuthError, OAuthStore
+from openprogram.mcp.oauth import MCPOAuthError
+from openprogram.mcp.oauth_stores import OAuthStore
 
 __all__ = ["MCPEnterpriseClient", "enterprise_auth"]
 

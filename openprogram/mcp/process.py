@@ -38,13 +38,18 @@ def shutdown_mcp_manager() -> None:
         manager.shutdown()
 
 
-def get_mcp_accounts() -> MCPAccounts:
-    """The process's per-user connections (servers where each user connects their own account)."""
+def get_mcp_accounts(*, on_fingerprints_approved: FingerprintListener | None = None) -> MCPAccounts:
+    """The process's per-user connections (servers where each user connects their own account).
+
+    ``on_fingerprints_approved``, when given, is where first-use tool pins go from now on.
+    """
     global _accounts
     with _lock:
         if _accounts is None:
             _accounts = MCPAccounts()
             atexit.register(shutdown_mcp_accounts)
+        if on_fingerprints_approved is not None:
+            _accounts._on_fingerprints_approved = on_fingerprints_approved
         return _accounts
 
 

@@ -19,18 +19,17 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-import jsonschema
 import mcp_types
-from jsonschema.exceptions import best_match
 
 from openprogram.agent.context import get_turn
 from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
+from openprogram.mcp.arguments import ArgumentChecker
 from openprogram.mcp.config import MCPServerConfig
 from openprogram.mcp.elicitation import CallElicitor
 from openprogram.mcp.errors import MCPCallError
 from openprogram.programs.results import TailAccumulator
 
-__all__ = ["MAX_DESCRIPTION_CHARS", "MCPTool", "ProgressFn", "mcp_tool_name"]
+__all__ = ["MAX_DESCRIPTION_CHARS", "MCPTool", "ProgressFn", "ToolCaller", "mcp_tool_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +43,9 @@ _MAX_WIRE_NAME = 64  # the OpenAI tools API limit; other providers accept at lea
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
-class _Caller(Protocol):
+class ToolCaller(Protocol):
+    """What an :class:`MCPTool` sends its calls through (the manager, or the accounts)."""
+
     async def call(
         self,
         server: str,
@@ -173,7 +174,7 @@ class MCPTool(AgentTool):
     def __init__(
         self,
         *,
-        caller: _Caller,
+        caller: ToolCaller,
         server: str,
         remote_name: str,
         description: str | None,
@@ -211,12 +212,10 @@ class MCPTool(AgentTool):
         """Seconds the server may work on one call (time spent asking a person excluded)."""
         self.output_schema = dict(output_schema) if isinstance(output_schema, Mapping) else None
         self._caller = caller
-        # Built on first call: checking hundreds of schemas would slow every listing.
-        self._validator: jsonschema.protocols.Validator | None = None
-        self._validator_built = False
+        self._arguments = ArgumentChecker(self.name, self.parameters)
 
     @classmethod
-    def from_listing(cls, *, caller: _Caller, config: MCPServerConfig, listed: Any) -> MCPTool:
+    def from_listing(cls, *, caller: ToolCaller, config: MCPServerConfig, listed: Any) -> MCPTool:
         """The tool for one entry of a server's ``tools/list``, with the server's settings."""
         return cls(
             caller=caller,
@@ -231,33 +230,6 @@ class MCPTool(AgentTool):
             output_schema=listed.output_schema,
             expose=config.expose,
         )
-
-    def _get_validator(self) -> jsonschema.protocols.Validator | None:
-        if self._validator_built:
-            return self._validator
-        self._validator_built = True
-        validator_class = jsonschema.validators.validator_for(
-            self.parameters, default=jsonschema.Draft202012Validator
-        )
-        try:
-            validator_class.check_schema(self.parameters)
-        except jsonschema.SchemaError as exc:
-            # The server's schema is broken: let the server judge the arguments.
-            logger.warning("MCP tool %r has an invalid input schema: %s", self.name, exc.message)
-        else:
-            self._validator = validator_class(self.parameters)
-        return self._validator
-
-    def _argument_error(self, args: dict[str, Any]) -> str | None:
-        validator = self._get_validator()
-        if validator is None:
-            return None
-        error = best_match(validator.iter_errors(args))
-        if error is None:
-            return None
-        where = "/".join(str(part) for part in error.absolute_path)
-        at = f" at {where!r}" if where else ""
-        return f"Invalid arguments for {self.name!r}{at}: {error.message}"
 
     async def execute(
         self,
@@ -283,7 +255,7 @@ class MCPTool(AgentTool):
             return finish(
                 AgentToolResult(f"Arguments for {self.name!r} must be a JSON object", True)
             )
-        problem = self._argument_error(args)
+        args, problem = self._arguments.check(args)
         if problem is not None:
             return finish(AgentToolResult(problem, is_error=True))
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import login
+from tests.e2e.conftest import login, open_new_conversation
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
 from tests.servers import DaphneServer, make_server
 
@@ -97,4 +97,52 @@ def test_alice_connects_her_account_through_the_consent_page_and_disconnects(
     expect(_account(page).locator("[data-testid=mcp-account-state]")).to_have_text("not connected")
     row = _explain(page, TOOL)
     assert row["layer"] == "L4" and "connect your account" in row["reason"]
+    alice.close()
+
+
+def _connect(page: Page, site: DaphneServer, account: str) -> None:
+    page.goto(site.url + "/programs/")
+    _account(page).get_by_role("button", name="Connect").click()
+    page.get_by_test_id("mcp-oauth-continue").click()
+    page.get_by_label("Account").fill(account)
+    page.get_by_role("button", name="Allow").click()
+    expect(page.locator(".messages")).to_contain_text("Your account for notes is connected.")
+
+
+def test_alices_own_account_gives_her_slash_commands_and_resources_that_bob_never_sees(
+    site: DaphneServer, browser
+) -> None:
+    alice = browser.new_context()
+    alice.set_default_timeout(20_000)
+    page = alice.new_page()
+    login(page, site, "alice")
+    _connect(page, site, "alice-acct")
+    open_new_conversation(page, site)
+
+    page.fill("#composer-text", "/gre")
+    page.get_by_role("button", name="/greeting").click()
+    page.get_by_label("tone *", exact=True).fill("warmly")
+    page.get_by_role("button", name="Insert prompt").click()
+    expect(page.locator("#composer-text")).to_have_value("Say hello to alice-acct, warmly.")
+    page.fill("#composer-text", "")
+    page.get_by_test_id("resource-button").click()
+    page.get_by_role("button", name="inbox notes://inbox · notes").click()
+    expect(page.locator("#composer-text")).to_have_value(
+        "[Resource inbox <notes://inbox> from notes]\n3 unread notes\n"
+    )
+
+    bob = browser.new_context()
+    bob.set_default_timeout(20_000)
+    bob_page = bob.new_page()
+    login(bob_page, site, "bob")
+    open_new_conversation(bob_page, site)
+    bob_page.get_by_test_id("resource-button").click()
+    expect(bob_page.locator("#resource-panel")).to_contain_text("No MCP server offers resources.")
+    prompts = bob_page.evaluate("""async () => (await fetch('/api/mcp/prompts')).json()""")
+    assert prompts == []
+    bob.close()
+
+    page.goto(site.url + "/programs/")
+    _account(page).get_by_role("button", name="Disconnect").click()
+    expect(page.locator(".messages")).to_contain_text("Disconnected your account for notes.")
     alice.close()

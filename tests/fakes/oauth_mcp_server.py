@@ -11,19 +11,32 @@
   consent page, ``/as/token`` with PKCE S256 and refresh).
 
 Tools: ``whoami`` answers the account the token belongs to (the name typed on
-the consent page), ``write_note`` needs the extra scope. Options make it lie,
+the consent page), ``write_note`` needs the extra scope. Prompt ``greeting``
+names the account too; resource ``notes://inbox`` is plain text. Options make it lie,
 for the refusal tests: ``--lie issuer`` (metadata names another issuer),
 ``--lie resource`` (protected-resource metadata names another resource),
 ``--lie redirect`` (metadata redirects to another host), ``--lie insecure``
-(names a plain-http authorization server elsewhere), ``--pre-registered
+(names a plain-http authorization server elsewhere), ``--revocation
+ok|fail|slow|none|elsewhere`` (the RFC 7009 endpoint ``/as/revoke`` revokes,
+answers 503, hangs 30 s, is not advertised, or is advertised on another host), ``--pre-registered
 ID=REDIRECT_URI`` (a client an operator registered), ``--auto-consent``
 (no page: approve as ``--account`` at once), ``--token-seconds N``.
+``--lie same-origin-issuer``: the metadata names the bare origin, not ``/as``.
+``--legacy origin|path|other-origin|foreign-endpoint`` serves it as a 2025-03-26
+server instead: no protected-resource metadata, the authorization server's metadata
+at the root well-known URL, naming as issuer the origin, ``<origin>/as``, the same
+server under another origin (``localhost``), or ``<origin>/as`` with its token
+endpoint on that other origin. The authorization response's ``iss`` is always the
+issuer the metadata names. ``--workload-token T``: the token endpoint also grants
+RFC 7523 ``jwt-bearer`` for the assertion ``T`` (workload identity), account
+``workload:<client_id>``.
 Every OAuth request is appended as a JSON line to ``--log`` when given.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 import html
@@ -41,6 +54,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 
 BASE_SCOPE = "tools.read"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 WRITE_SCOPE = "tools.write"
 
 
@@ -75,6 +89,15 @@ def build_app(options: argparse.Namespace) -> Starlette:
     state = State(options)
     resource = f"{state.base}/mcp"
     issuer = f"{state.base}/as"
+    elsewhere = f"http://localhost:{options.port}"  # this server, under another origin
+    advertised = {
+        "origin": state.base,
+        "other-origin": f"{elsewhere}/as",
+    }.get(options.legacy, issuer)
+    if options.lie == "issuer":
+        advertised = "http://127.0.0.1:1/someone-else"
+    elif options.lie == "same-origin-issuer":
+        advertised = state.base
     mcp = MCPServer("oauth-demo", log_level="WARNING")
 
     def grant_of(ctx: Context) -> dict[str, Any]:
@@ -92,13 +115,23 @@ def build_app(options: argparse.Namespace) -> Starlette:
     def write_note(text: str, ctx: Context) -> str:
         return f"noted for {grant_of(ctx)['account']}: {text}"
 
+    @mcp.prompt(description="Greet the account holder.")
+    def greeting(tone: str, ctx: Context) -> str:
+        return f"Say hello to {grant_of(ctx)['account']}, {tone}."
+
+    @mcp.resource("notes://inbox", name="inbox", description="Your inbox", mime_type="text/plain")
+    def inbox() -> str:
+        return "3 unread notes"
+
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
 
     async def protected(scope: dict[str, Any], receive: Any, send: Any) -> None:
         request = Request(scope, receive)
         if scope["type"] == "http" and scope["path"].startswith("/mcp"):
             challenge = (
-                f'Bearer resource_metadata="{state.base}/.well-known/oauth-protected-resource/mcp"'
+                'Bearer error="invalid_token"'
+                if options.legacy
+                else f'Bearer resource_metadata="{state.base}/.well-known/oauth-protected-resource/mcp"'
             )
             grant = state.token_for(request)
             if grant is None or grant["resource"] != resource:
@@ -150,14 +183,30 @@ def build_app(options: argparse.Namespace) -> Starlette:
             {"resource": named, "authorization_servers": servers, "scopes_supported": [BASE_SCOPE]}
         )
 
+    # "elsewhere": the same server under another host name, as a lying AS would name a third party.
+    revocation_endpoint = (
+        f"http://localhost:{options.port}/as/revoke"
+        if options.revocation == "elsewhere"
+        else f"{issuer}/revoke"
+    )
+
     async def server_metadata(request: Request) -> Response:
         state.log("server_metadata")
         return JSONResponse(
             {
-                "issuer": "http://127.0.0.1:1/someone-else" if options.lie == "issuer" else issuer,
+                "issuer": advertised,
                 "authorization_endpoint": f"{issuer}/authorize",
-                "token_endpoint": f"{issuer}/token",
+                "token_endpoint": (
+                    f"{elsewhere}/as/token"
+                    if options.legacy == "foreign-endpoint"
+                    else f"{issuer}/token"
+                ),
                 "registration_endpoint": f"{issuer}/register",
+                **(
+                    {"revocation_endpoint": revocation_endpoint}
+                    if options.revocation != "none"
+                    else {}
+                ),
                 "scopes_supported": [BASE_SCOPE, WRITE_SCOPE],
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code", "refresh_token"],
@@ -182,7 +231,7 @@ def build_app(options: argparse.Namespace) -> Starlette:
         else:
             code = secrets.token_urlsafe(16)
             state.codes[code] = {**params, "account": account}
-            answer = {"code": code, "state": params.get("state", ""), "iss": issuer}
+            answer = {"code": code, "state": params.get("state", ""), "iss": advertised}
         return RedirectResponse(f"{target}?{urlencode(answer)}", 302)
 
     async def authorize(request: Request) -> Response:
@@ -239,6 +288,14 @@ def build_app(options: argparse.Namespace) -> Starlette:
             grant = state.refresh.get(form.get("refresh_token", ""))
             if grant is None:
                 return JSONResponse({"error": "invalid_grant"}, 400)
+        elif grant_type == JWT_BEARER and options.workload_token:
+            if form.get("assertion") != options.workload_token:
+                return JSONResponse({"error": "invalid_grant"}, 400)
+            grant = {
+                "account": f"workload:{form.get('client_id')}",
+                "scope": form.get("scope") or BASE_SCOPE,
+                "resource": form.get("resource") or resource,
+            }
         else:
             return JSONResponse({"error": "unsupported_grant_type"}, 400)
         access = secrets.token_urlsafe(24)
@@ -255,6 +312,21 @@ def build_app(options: argparse.Namespace) -> Starlette:
             }
         )
 
+    async def revoke(request: Request) -> Response:
+        """RFC 7009: forget the token; 200 also for one it never knew (§2.2)."""
+        form = dict(await request.form())
+        token = str(form.get("token", ""))
+        hint = form.get("token_type_hint")
+        known = token in state.tokens or token in state.refresh
+        state.log("revoke", hint=hint, known=known, client_id=form.get("client_id"))
+        if options.revocation == "fail":
+            return JSONResponse({"error": "server_error"}, 503)
+        if options.revocation == "slow":
+            await asyncio.sleep(30)
+        state.refresh.pop(token, None)
+        state.tokens.pop(token, None)
+        return Response(status_code=200)
+
     async def revoke_all(request: Request) -> Response:
         """Test hook: the provider forgets every token (as if the user revoked access there)."""
         state.tokens.clear()
@@ -263,11 +335,18 @@ def build_app(options: argparse.Namespace) -> Starlette:
 
     app = Starlette(
         routes=[
-            Route("/.well-known/oauth-protected-resource/mcp", resource_metadata),
-            Route("/.well-known/oauth-authorization-server/as", server_metadata),
+            *(
+                [Route("/.well-known/oauth-authorization-server", server_metadata)]
+                if options.legacy
+                else [
+                    Route("/.well-known/oauth-protected-resource/mcp", resource_metadata),
+                    Route("/.well-known/oauth-authorization-server/as", server_metadata),
+                ]
+            ),
             Route("/as/register", register, methods=["POST"]),
             Route("/as/authorize", authorize, methods=["GET", "POST"]),
             Route("/as/token", token, methods=["POST"]),
+            Route("/as/revoke", revoke, methods=["POST"]),
             Route("/test/revoke-all", revoke_all, methods=["POST"]),
             Route("/healthz", lambda request: JSONResponse({"ok": True})),
             Mount("/", app=protected),
@@ -280,11 +359,18 @@ def build_app(options: argparse.Namespace) -> Starlette:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--lie", choices=["issuer", "resource", "redirect", "insecure"])
+    parser.add_argument(
+        "--lie", choices=["issuer", "same-origin-issuer", "resource", "redirect", "insecure"]
+    )
+    parser.add_argument("--legacy", choices=["origin", "path", "other-origin", "foreign-endpoint"])
     parser.add_argument("--auto-consent", action="store_true")
     parser.add_argument("--account", default="demo-user")
     parser.add_argument("--token-seconds", type=int, default=3600)
+    parser.add_argument(
+        "--revocation", choices=["ok", "fail", "slow", "none", "elsewhere"], default="ok"
+    )
     parser.add_argument("--log")
+    parser.add_argument("--workload-token", help="accept this assertion in the jwt-bearer grant")
     parser.add_argument("--pre-registered", action="append", metavar="CLIENT_ID=REDIRECT_URI")
     options = parser.parse_args()
     # timeout_graceful_shutdown: a 2026-07-28 client's open subscriptions/listen stream

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from openprogram.mcp import Backoff, MCPManager, MCPServerConfig
+from openprogram.mcp import Backoff, MCPManager, MCPServerConfig, get_mcp_accounts
+from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
+
+if TYPE_CHECKING:
+    from tools_app.mcp_models import MCPServer
 
 DEMO_SERVER = Path(__file__).parent / "servers" / "demo_server.py"
 PROTOCOL_SERVER = Path(__file__).parent / "servers" / "protocol_server.py"
@@ -111,3 +116,32 @@ def proto(request, tmp_path_factory) -> Iterator[MCPManager]:
     finally:
         own.shutdown()
         restore_registry(snapshot)
+
+
+@pytest.fixture
+def oauth_provider(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[OAuthDemo]:
+    """The OAuth-protected demo MCP server; a test may pass its options (indirect parametrize)."""
+    with oauth_demo(tmp_path, *getattr(request, "param", ())) as running:
+        yield running
+
+
+@pytest.fixture
+def notes(clean_registry, oauth_provider: OAuthDemo) -> Iterator[MCPServer]:
+    """The app's per-user server row "notes" for ``oauth_provider``, with the MCP side started."""
+    from tools_app.mcp_models import MCPServer
+    from tools_app.mcp_services import mcp_servers_start, mcp_servers_stop
+
+    row = MCPServer.objects.create(
+        name="notes",
+        transport="http",
+        url=oauth_provider.url,
+        per_user_auth=True,
+        timeout_seconds=10,
+    )
+    mcp_servers_start()
+    deadline = time.monotonic() + WAIT
+    while "notes" not in get_mcp_accounts().names():
+        assert time.monotonic() < deadline, "the per-user server did not start"
+        time.sleep(0.05)
+    yield row
+    mcp_servers_stop()

@@ -11,7 +11,8 @@ import pytest
 from openprogram.agent.context import TurnContext, current_turn
 from openprogram.mcp import Backoff, MCPServerConfig
 from openprogram.mcp.accounts import MCPAccounts
-from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, MemoryOAuthStore, oauth_auth
+from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, oauth_auth
+from openprogram.mcp.oauth_stores import MemoryOAuthStore
 from openprogram.programs import ToolUnavailable, registry
 from tests.fakes.oauth_launch import OAuthDemo, consent_as, oauth_demo
 

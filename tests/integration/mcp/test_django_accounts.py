@@ -6,113 +6,47 @@ A real OAuth-protected MCP server with its own authorization server
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+import time
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from openprogram.mcp import get_mcp_accounts
-from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
-from tools_app.mcp_account_models import MCPAccount
+from openprogram.mcp.oauth_revocation import REVOKE_SECONDS
+from tests.fakes.oauth_launch import OAuthDemo
+from tools_app.mcp_account_models import MCPAccount, MCPOAuthFlow
 from tools_app.mcp_models import MCPServer
 from tools_app.mcp_services import mcp_servers_start, mcp_servers_stop
 from tools_app.mcp_token_crypto import unseal
-from tools_app.selectors import resolution_for
 
+from .app_accounts import TOOL, browser_for, connect, consent, l4_reason, start_connect, wait_until
 from .conftest import WAIT
 
-TOOL = "mcp__notes__whoami"
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Iterator[OAuthDemo]:
-    with oauth_demo(tmp_path) as running:
-        yield running
-
-
-@pytest.fixture
-def notes(clean_registry, demo: OAuthDemo) -> Iterator[MCPServer]:
-    row = MCPServer.objects.create(
-        name="notes", transport="http", url=demo.url, per_user_auth=True, timeout_seconds=10
-    )
-    mcp_servers_start()
-    _wait(lambda: "notes" in get_mcp_accounts().names())
-    yield row
-    mcp_servers_stop()
-
-
-def _wait(condition) -> None:  # type: ignore[no-untyped-def]
-    import time
-
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
-
-def _browser(user) -> Client:  # type: ignore[no-untyped-def]
-    # OAuth 2.1 allows plain-http redirect URIs only on loopback: the app is at 127.0.0.1 here.
-    browser = Client(HTTP_HOST="127.0.0.1")
-    browser.force_login(user)
-    return browser
-
-
-def _start_connect(browser: Client) -> str:
-    response = browser.post(reverse("tools:mcp-account-connect", args=["notes"]))
-    assert response.status_code == 200, response.content
-    return response.context["url"]
-
-
-def _consent(url: str, account: str, decision: str = "allow") -> str:
-    """Fill in the provider's consent page; the callback path + query it redirects to."""
-    page = httpx2.get(url, timeout=10)
-    assert "Allow OpenProgram" in page.text
-    fields = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
-    answer = httpx2.post(
-        url.split("?")[0], data={**fields, "account": account, "decision": decision}, timeout=10
-    )
-    location = urlsplit(answer.headers["location"])
-    assert location.path == reverse("tools:mcp-oauth-callback")
-    return f"{location.path}?{location.query}"
-
-
-def _connect(browser: Client, account: str) -> None:
-    callback = _consent(_start_connect(browser), account)
-    response = browser.get(callback)
-    assert response.status_code == 302
-
-
-def _l4_reason(user, tool: str) -> str | None:  # type: ignore[no-untyped-def]
-    resolution = resolution_for(owner=user, profile_name="default")
-    for decision in resolution.decisions:
-        if decision.name == tool:
-            return decision.reason if decision.layer == "L4" and not decision.offered else None
-    raise AssertionError(f"{tool} is not in the resolution")
 
 
 def test_alice_connects_her_account_and_only_she_is_offered_the_tools(
     notes: MCPServer, alice, bob
 ) -> None:
-    browser = _browser(alice)
+    browser = browser_for(alice)
 
-    _connect(browser, "alice-acct")
+    connect(browser, "alice-acct")
 
     assert get_mcp_accounts().status("notes", alice.pk)["state"] == "ready"
-    assert _l4_reason(alice, TOOL) is None
-    assert "connect your account" in (_l4_reason(bob, TOOL) or "")
+    assert l4_reason(alice, TOOL) is None
+    assert "connect your account" in (l4_reason(bob, TOOL) or "")
     page = browser.get(reverse("tools:programs"))
     assert b"Your account for notes is connected." in page.content
     assert b"Disconnect" in page.content
 
 
 def test_tokens_are_stored_sealed_and_never_shown(notes: MCPServer, alice) -> None:
-    browser = _browser(alice)
-    _connect(browser, "alice-acct")
+    browser = browser_for(alice)
+    connect(browser, "alice-acct")
 
     account = MCPAccount.objects.get(user=alice, server=notes)
     tokens = unseal(account.sealed_tokens)
@@ -123,10 +57,10 @@ def test_tokens_are_stored_sealed_and_never_shown(notes: MCPServer, alice) -> No
 
 
 def test_bob_cannot_finish_alices_authorization(notes: MCPServer, alice, bob) -> None:
-    alice_browser = _browser(alice)
-    callback = _consent(_start_connect(alice_browser), "alice-acct")
+    alice_browser = browser_for(alice)
+    callback = consent(start_connect(alice_browser), "alice-acct")
 
-    stolen = _browser(bob).get(callback)
+    stolen = browser_for(bob).get(callback)
 
     assert stolen.status_code == 403
     assert b"another user" in stolen.content
@@ -137,7 +71,7 @@ def test_bob_cannot_finish_alices_authorization(notes: MCPServer, alice, bob) ->
 
 
 def test_a_callback_with_an_unknown_state_is_refused(notes: MCPServer, alice) -> None:
-    response = _browser(alice).get(
+    response = browser_for(alice).get(
         reverse("tools:mcp-oauth-callback"), {"state": "made-up", "code": "x"}
     )
 
@@ -146,8 +80,8 @@ def test_a_callback_with_an_unknown_state_is_refused(notes: MCPServer, alice) ->
 
 
 def test_a_refused_consent_stores_nothing_and_says_so(notes: MCPServer, alice) -> None:
-    browser = _browser(alice)
-    callback = _consent(_start_connect(browser), "alice-acct", decision="deny")
+    browser = browser_for(alice)
+    callback = consent(start_connect(browser), "alice-acct", decision="deny")
 
     response = browser.get(callback, follow=True)
 
@@ -159,42 +93,42 @@ def test_a_refused_consent_stores_nothing_and_says_so(notes: MCPServer, alice) -
 def test_disconnect_forgets_the_tokens_and_withholds_the_tools(
     notes: MCPServer, alice, bob
 ) -> None:
-    alice_browser = _browser(alice)
-    bob_browser = _browser(bob)
-    _connect(alice_browser, "alice-acct")
-    _connect(bob_browser, "bob-acct")
+    alice_browser = browser_for(alice)
+    bob_browser = browser_for(bob)
+    connect(alice_browser, "alice-acct")
+    connect(bob_browser, "bob-acct")
 
     response = alice_browser.post(reverse("tools:mcp-account-disconnect", args=["notes"]))
 
     assert response.status_code == 302
     assert not MCPAccount.objects.filter(user=alice).exists()
-    assert "connect your account" in (_l4_reason(alice, TOOL) or "")
+    assert "connect your account" in (l4_reason(alice, TOOL) or "")
     # Bob's account is his own: alice disconnecting does not touch it.
     assert MCPAccount.objects.filter(user=bob).exists()
-    assert _l4_reason(bob, TOOL) is None
+    assert l4_reason(bob, TOOL) is None
 
 
 def test_stored_accounts_reconnect_at_start_without_asking(
-    notes: MCPServer, alice, demo: OAuthDemo
+    notes: MCPServer, alice, oauth_provider: OAuthDemo
 ) -> None:
-    _connect(_browser(alice), "alice-acct")
+    connect(browser_for(alice), "alice-acct")
     mcp_servers_stop()
 
     mcp_servers_start()
 
-    _wait(lambda: "notes" in get_mcp_accounts().names())
+    wait_until(lambda: "notes" in get_mcp_accounts().names())
     status = get_mcp_accounts().wait_for(
         "notes", alice.pk, lambda s: s["state"] == "ready", timeout=WAIT
     )
     assert status["state"] == "ready"
     # One consent in all: the restart used the stored tokens.
-    assert [e["grant_type"] for e in demo.events("token")] == ["authorization_code"]
+    assert [e["grant_type"] for e in oauth_provider.events("token")] == ["authorization_code"]
 
 
 def test_connect_is_refused_for_a_server_without_per_user_accounts(notes: MCPServer, alice) -> None:
     MCPServer.objects.create(name="shared", command="true")
 
-    response = _browser(alice).post(reverse("tools:mcp-account-connect", args=["shared"]))
+    response = browser_for(alice).post(reverse("tools:mcp-account-connect", args=["shared"]))
 
     assert response.status_code == 404
 
@@ -204,10 +138,151 @@ def test_the_admin_status_counts_user_sessions_instead_of_one_state(
 ) -> None:
     from tools_app.mcp_selectors import mcp_server_status
 
-    _connect(_browser(alice), "alice-acct")
+    connect(browser_for(alice), "alice-acct")
 
     status = mcp_server_status(server=notes)
 
     assert status["state"] == "per-user"
     assert status["user_sessions"] == {"open": 1, "ready": 1}
     assert TOOL in status["tools"]
+
+
+def test_a_callback_that_reaches_another_process_finishes_the_flow(
+    notes: MCPServer, alice, oauth_provider: OAuthDemo
+) -> None:
+    browser = browser_for(alice)
+    callback = consent(start_connect(browser), "alice-acct")
+    # Another process: nothing of the first one's memory (its accounts loop, its flows).
+    mcp_servers_stop()
+    mcp_servers_start()
+    wait_until(lambda: "notes" in get_mcp_accounts().names())
+
+    response = browser.get(callback, follow=True)
+
+    assert b"Your account for notes is connected." in response.content
+    assert get_mcp_accounts().status("notes", alice.pk)["state"] == "ready"
+    assert l4_reason(alice, TOOL) is None
+    assert [e["grant_type"] for e in oauth_provider.events("token")] == ["authorization_code"]
+
+
+def test_a_flow_is_stored_sealed_and_emptied_once_used(notes: MCPServer, alice) -> None:
+    browser = browser_for(alice)
+    url = start_connect(browser)
+    state = parse_qs(urlsplit(url).query)["state"][0]
+
+    flow = MCPOAuthFlow.objects.get(user=alice, server=notes)
+    pending = unseal(flow.sealed_pending)
+    assert pending["state"] == state and len(pending["code_verifier"]) >= 43
+    assert state not in flow.state_digest and pending["code_verifier"] not in flow.sealed_pending
+    # Connect's own attempt is over: the flow waits in the database, not in a connection.
+    assert get_mcp_accounts().status("notes", alice.pk)["state"] == "stopped"
+
+    browser.get(consent(url, "alice-acct"))
+
+    flow.refresh_from_db()
+    assert flow.used is not None and flow.sealed_pending == ""
+
+
+def test_a_replayed_callback_is_refused(notes: MCPServer, alice) -> None:
+    browser = browser_for(alice)
+    callback = consent(start_connect(browser), "alice-acct")
+    assert browser.get(callback).status_code == 302
+
+    replay = browser.get(callback)
+
+    assert replay.status_code == 400
+    assert b"already used" in replay.content
+    assert get_mcp_accounts().status("notes", alice.pk)["state"] == "ready"
+
+
+def test_an_expired_flow_is_refused_with_a_clear_error_and_deleted(notes: MCPServer, alice) -> None:
+    browser = browser_for(alice)
+    callback = consent(start_connect(browser), "alice-acct")
+    MCPOAuthFlow.objects.filter(user=alice).update(expires=timezone.now() - timedelta(seconds=1))
+
+    response = browser.get(callback)
+
+    assert response.status_code == 400
+    assert b"expired" in response.content
+    assert not MCPOAuthFlow.objects.exists()
+    assert not MCPAccount.objects.filter(user=alice).exclude(sealed_tokens="").exists()
+
+
+def _provider_accepts(oauth_provider: OAuthDemo, tokens: dict) -> tuple[bool, bool]:
+    """Whether the provider still takes the access token, and the refresh token."""
+    call = httpx2.post(
+        oauth_provider.url,
+        headers={
+            "Authorization": f"Bearer {tokens['access_token']}",
+            "Accept": "application/json, text/event-stream",
+        },
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        timeout=10,
+    )
+    refresh = httpx2.post(
+        f"{oauth_provider.base}/as/token",
+        data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]},
+        timeout=10,
+    )
+    return call.status_code != 401, refresh.status_code == 200
+
+
+def test_disconnect_revokes_the_tokens_at_the_provider(
+    notes: MCPServer, alice, oauth_provider: OAuthDemo
+) -> None:
+    browser = browser_for(alice)
+    connect(browser, "alice-acct")
+    account = MCPAccount.objects.get(user=alice, server=notes)
+    tokens = unseal(account.sealed_tokens)
+    assert account.revocation_endpoint == f"{oauth_provider.base}/as/revoke"
+    assert _provider_accepts(oauth_provider, tokens) == (True, True)
+
+    page = browser.post(reverse("tools:mcp-account-disconnect", args=["notes"]), follow=True)
+
+    assert b"Disconnected your account for notes." in page.content
+    assert b"revoke" not in page.content
+    revoked = [(e["hint"], e["known"]) for e in oauth_provider.events("revoke")]
+    assert revoked == [("refresh_token", True), ("access_token", True)]
+    assert _provider_accepts(oauth_provider, tokens) == (False, False)
+    assert not MCPAccount.objects.filter(user=alice).exists()
+
+
+@pytest.mark.parametrize(
+    ("oauth_provider", "note"),
+    [
+        (("--revocation", "fail"), b"refused to revoke the refresh_token (503)"),
+        (("--revocation", "slow"), b"did not answer in time"),
+    ],
+    indirect=["oauth_provider"],
+)
+def test_disconnect_forgets_the_tokens_even_when_the_provider_does_not_revoke(
+    notes: MCPServer, alice, oauth_provider: OAuthDemo, note: bytes
+) -> None:
+    browser = browser_for(alice)
+    connect(browser, "alice-acct")
+    started = time.monotonic()
+
+    page = browser.post(reverse("tools:mcp-account-disconnect", args=["notes"]), follow=True)
+
+    assert time.monotonic() - started < REVOKE_SECONDS + 3
+    assert b"Disconnected your account for notes." in page.content
+    assert note in page.content and b"was not told to revoke" in page.content
+    assert oauth_provider.events("revoke")
+    assert not MCPAccount.objects.filter(user=alice).exists()
+    assert "connect your account" in (l4_reason(alice, TOOL) or "")
+
+
+@pytest.mark.parametrize(
+    "oauth_provider", [("--revocation", "none"), ("--revocation", "elsewhere")], indirect=True
+)
+def test_no_token_is_sent_without_a_revocation_endpoint_on_the_issuers_host(
+    notes: MCPServer, alice, oauth_provider: OAuthDemo
+) -> None:
+    browser = browser_for(alice)
+    connect(browser, "alice-acct")
+    assert MCPAccount.objects.get(user=alice).revocation_endpoint == ""
+
+    page = browser.post(reverse("tools:mcp-account-disconnect", args=["notes"]), follow=True)
+
+    assert b"Disconnected your account for notes." in page.content
+    assert not oauth_provider.events("revoke")

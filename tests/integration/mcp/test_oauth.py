@@ -15,7 +15,8 @@ import pytest
 
 from openprogram.mcp import Backoff, MCPManager, MCPServerConfig
 from openprogram.mcp.conformance_client import follow_consent_redirect
-from openprogram.mcp.oauth import MCPOAuthClient, MemoryOAuthStore, oauth_auth
+from openprogram.mcp.oauth import MCPOAuthClient, oauth_auth
+from openprogram.mcp.oauth_stores import MemoryOAuthStore
 from openprogram.programs import registry
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
 

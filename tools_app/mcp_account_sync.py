@@ -1,0 +1,107 @@
+"""Keeping this process's per-user sessions in step with the accounts stored in the database.
+
+With several web processes, each runs its own sessions (a turn's tools come
+from the process running it), but a user connects or disconnects through one
+of them: the callback that finished the flow, or the Disconnect, reached only
+that process. The others learn it from the database: every
+:data:`SYNC_SECONDS` each process compares the stored accounts with its
+sessions and
+
+- connects the sessions it lacks, with the stored tokens;
+- reconnects a failed session whose tokens were replaced since it last looked
+  (the user connected again elsewhere);
+- closes the sessions whose account is gone (the user disconnected elsewhere).
+
+A session this process has never seen stored tokens for (a Connect in
+progress) is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime
+
+from django.db import DatabaseError, close_old_connections
+
+from openprogram.mcp import get_mcp_accounts
+from tools_app.mcp_account_models import MCPAccount
+from tools_app.mcp_oauth_services import mcp_account_resume
+
+__all__ = [
+    "SYNC_SECONDS",
+    "mcp_accounts_follow_start",
+    "mcp_accounts_follow_stop",
+    "mcp_accounts_reconcile",
+]
+
+logger = logging.getLogger(__name__)
+
+SYNC_SECONDS = 5.0
+"""How soon another process's Connect or Disconnect reaches this one's sessions."""
+
+_lock = threading.Lock()
+_seen: dict[tuple[str, str], datetime | None] = {}
+"""(server, user) → the stored account's ``connected`` when this process last looked."""
+_stop = threading.Event()
+_thread: threading.Thread | None = None
+
+
+def mcp_accounts_reconcile() -> None:
+    """One comparison of stored accounts with this process's sessions (see the module doc)."""
+    accounts = get_mcp_accounts()
+    running = set(accounts.names())
+    rows = (
+        MCPAccount.objects.filter(
+            server__name__in=running, server__enabled=True, server__per_user_auth=True
+        )
+        .exclude(sealed_tokens="")
+        .select_related("server")
+    )
+    stored = {(row.server.name, str(row.user_id)): row for row in rows}
+    with _lock:
+        for key, row in stored.items():
+            state = accounts.status(*key)["state"]
+            replaced = key in _seen and _seen[key] != row.connected
+            if state == "stopped" or (state == "failed" and replaced):
+                mcp_account_resume(server=row.server, user_id=row.user_id)
+            _seen[key] = row.connected
+        for key in [key for key in _seen if key not in stored]:
+            del _seen[key]
+            name, user = key
+            if name in running and user in accounts.users(name):
+                accounts.disconnect(name, user)
+
+
+def _follow() -> None:
+    while not _stop.wait(SYNC_SECONDS):
+        try:
+            mcp_accounts_reconcile()
+        except DatabaseError as exc:
+            logger.warning("MCP accounts not synced with the database: %s", exc)
+        except Exception:
+            logger.exception("MCP accounts sync failed")
+        finally:
+            close_old_connections()
+
+
+def mcp_accounts_follow_start() -> None:
+    """Start following the stored accounts in a daemon thread (once per process)."""
+    global _thread
+    with _lock:
+        if _thread is not None and _thread.is_alive():
+            return
+        _stop.clear()
+        _thread = threading.Thread(target=_follow, name="mcp-accounts-sync", daemon=True)
+        _thread.start()
+
+
+def mcp_accounts_follow_stop() -> None:
+    """Stop following (tests; the thread is a daemon at exit) and forget what was seen."""
+    global _thread
+    _stop.set()
+    thread, _thread = _thread, None
+    if thread is not None:
+        thread.join(SYNC_SECONDS)
+    with _lock:
+        _seen.clear()
