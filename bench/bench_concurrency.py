@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -121,12 +122,24 @@ def _server_story(server: DaphneServer, public_ids: list[str]) -> dict[str, str]
 def _log_warnings(servers: list[DaphneServer]) -> list[str]:
     lines = []
     for server in servers:
-        lines += [
-            f"log :{server.port}: {row[:200]}"
-            for row in server.log().splitlines()
-            if any(marker in row for marker in _LOG_MARKERS)
-        ]
+        rows = server.log().splitlines()
+        for index, row in enumerate(rows):
+            if row.startswith("Traceback"):
+                lines.append(f"log :{server.port}: {_raised(rows[index + 1 :])}")
+            elif any(marker in row for marker in _LOG_MARKERS):
+                lines.append(f"log :{server.port}: {row[:200]}")
     return lines[:20]
+
+
+def _raised(rows: list[str]) -> str:
+    """A traceback's exception (its first unindented line) and the last frame before it."""
+    where = ""
+    for row in rows:
+        if row.startswith("  File "):
+            where = row.strip()
+        elif row and not row.startswith(" "):
+            return f"{row[:200]} (at {where[:160]})"
+    return "a traceback without its exception"
 
 
 async def _chats(urls: list[str], seats: list[ChatSeat]) -> list[TurnRecord | BaseException]:
@@ -188,25 +201,34 @@ def _run(label: str, servers: list[DaphneServer]) -> _Outcome:
     return result
 
 
+def _wanted(setup: str) -> bool:
+    """``BENCH_CONCURRENCY_ONLY=sqlite,postgres,redis`` runs just those (quick iterations)."""
+    only = os.environ.get("BENCH_CONCURRENCY_ONLY", "")
+    return not only or setup in only.split(",")
+
+
 @contextlib.contextmanager
 def _setups(tmp: Path) -> Iterator[list[tuple[str, list[DaphneServer]]]]:
     """(label, servers) of each configuration, the services they need running meanwhile."""
     with contextlib.ExitStack() as stack:
-        single = make_server(tmp / "sqlite")
-        single.create_users()
-        setups = [("1 daphne process, SQLite", [single])]
-        if postgres_available():
+        setups: list[tuple[str, list[DaphneServer]]] = []
+        if _wanted("sqlite"):
+            single = make_server(tmp / "sqlite")
+            single.create_users()
+            setups.append(("1 daphne process, SQLite", [single]))
+        if _wanted("postgres") and postgres_available():
             url = stack.enter_context(postgres_database())
             server = make_server(tmp / "postgres", DATABASE_URL=url)
             server.create_users()
             setups.append(("1 daphne process, PostgreSQL", [server]))
-        else:
+        elif _wanted("postgres"):
             print("PostgreSQL is not installed: its run is left out (make system-deps)")
-        redis_url = stack.enter_context(redis_server(tmp))
-        first = make_server(tmp / "shared", REDIS_URL=redis_url)
-        first.create_users()
-        second = make_server(tmp / "shared", REDIS_URL=redis_url)
-        setups.append(("2 daphne processes, SQLite + Redis", [first, second]))
+        if _wanted("redis"):
+            redis_url = stack.enter_context(redis_server(tmp))
+            first = make_server(tmp / "shared", REDIS_URL=redis_url)
+            first.create_users()
+            second = make_server(tmp / "shared", REDIS_URL=redis_url)
+            setups.append(("2 daphne processes, SQLite + Redis", [first, second]))
         yield setups
 
 

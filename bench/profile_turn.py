@@ -1,6 +1,7 @@
 """Where one offline 3-tool turn spends the server's CPU, under the concurrency load.
 
-``python -m bench.profile_turn [OUT [RAW]]`` starts one daphne process on SQLite, attaches
+``python -m bench.profile_turn [--postgres] [OUT [RAW]]`` starts one daphne process on SQLite
+(``--postgres``: on a private PostgreSQL server, as ``bench_concurrency`` does), attaches
 py-spy to it (all threads, idle time left out) while ``bench_concurrency``'s 100
 simultaneous chats run, and prints (and writes to ``OUT``) the functions that take
 the most CPU: by own time and including what they call, as a share of all samples
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._postgres import postgres_database
 from bench._proc import process_cpu_seconds
 from bench._ws import chat_seats_create, chat_turn, daphne_start
 from tests.servers import make_server
@@ -84,7 +87,14 @@ def _area(stack: str) -> str:
     return "other (event loop, daphne, thread pool)"
 
 
-def _summarise(raw: str, *, turns: int, cpu_seconds: float) -> str:
+def _summarise(
+    raw: str,
+    *,
+    turns: int,
+    cpu_seconds: float,
+    title: str = "100 simultaneous offline 3-tool turns, one daphne process, SQLite",
+    threads: str = "all threads",
+) -> str:
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     areas: collections.Counter[str] = collections.Counter()
@@ -111,10 +121,10 @@ def _summarise(raw: str, *, turns: int, cpu_seconds: float) -> str:
         return [*rows, ""]
 
     head = [
-        f"# CPU profile: {turns} simultaneous offline 3-tool turns, one daphne process, SQLite",
+        f"# CPU profile: {title}",
         "",
         f"server CPU {cpu_seconds:.2f} s for {turns} turns = {cpu_seconds * 1000 / turns:.1f} ms"
-        f" per turn; {total} py-spy samples at {_RATE} Hz (all threads, idle left out)",
+        f" per turn; {total} py-spy samples at {_RATE} Hz ({threads}, idle left out)",
         "",
     ]
     return "\n".join(
@@ -135,9 +145,12 @@ async def _load(url: str, seats: list) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    postgres = "--postgres" in argv
+    argv = [arg for arg in argv if arg != "--postgres"]
     spy = _py_spy()
-    with tempfile.TemporaryDirectory() as tmp:
-        server = make_server(Path(tmp) / "home")
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        extra_env = {"DATABASE_URL": stack.enter_context(postgres_database())} if postgres else {}
+        server = make_server(Path(tmp) / "home", **extra_env)
         server.create_users()
         seats = chat_seats_create(server, count=_CHATS + 1)
         daphne_start(server)
@@ -163,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             server.stop()
         raw = raw_path.read_text()
-    summary = _summarise(raw, turns=finished, cpu_seconds=cpu)
+    database = "PostgreSQL" if postgres else "SQLite"
+    title = f"{_CHATS} simultaneous offline 3-tool turns, one daphne process, {database}"
+    summary = _summarise(raw, turns=finished, cpu_seconds=cpu, title=title)
     print(summary)
     if argv:
         Path(argv[0]).write_text(summary)

@@ -1,7 +1,7 @@
 """The "allow this tool for the rest of this conversation" grant, and which tools it may cover.
 
 The grant is honoured in one place, the running turn's approval hook
-(``chat_app.turns.ActiveTurn.approval_hook``), which every approval of a chat turn goes
+(``chat_app.turn_control.TurnControl.approval_hook``), which every approval of a chat turn goes
 through (``openprogram.programs._approval`` → the dispatcher's wrapper → that hook). It
 only shortens the human's part: the request is still announced and recorded as an
 approval event ("allowed for this conversation"), and a tool that always asks is never
@@ -44,10 +44,13 @@ def tool_always_asks(name: str) -> bool:
     return callable(tool.requires_approval)
 
 
-def conversation_allowed_tools(*, conversation_id: int) -> frozenset[str]:
-    """The conversation's grants that still hold (always-ask names are dropped)."""
-    names = Conversation.objects.filter(pk=conversation_id).values_list("allowed_tools", flat=True)
-    stored = next(iter(names), None) or []
+def conversation_allowed_tools(*, conversation: Conversation) -> frozenset[str]:
+    """The conversation's grants that still hold (always-ask names are dropped).
+
+    Read from the loaded ``conversation``: the turn's start loads it in the same
+    transaction, so a second query would only repeat it.
+    """
+    stored = conversation.allowed_tools or []
     return frozenset(n for n in stored if isinstance(n, str) and not tool_always_asks(n))
 
 

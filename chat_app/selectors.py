@@ -56,8 +56,12 @@ def conversation_list(*, owner: AbstractBaseUser) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=owner).order_by("-updated", "-id")
 
 
-def conversation_get(*, owner: AbstractBaseUser, conversation_id: int) -> Conversation:
-    conversation = Conversation.objects.filter(owner=owner, pk=conversation_id).first()
+def conversation_get(
+    *, owner: AbstractBaseUser, conversation_id: int, lock: bool = False
+) -> Conversation:
+    """The owner's conversation; ``lock``: ``select_for_update`` (inside a transaction)."""
+    rows = Conversation.objects.filter(owner=owner, pk=conversation_id)
+    conversation = (rows.select_for_update() if lock else rows).first()
     if conversation is None:
         raise NotFoundError(f"conversation {conversation_id!r} not found")
     return conversation
@@ -90,9 +94,9 @@ def conversation_history(*, conversation: Conversation, before: Message) -> list
         .exclude(run__superseded=True)
     )
     return [
-        HistoryMessage(role=row.role, content=row.text)
-        for row in rows.order_by("created", "id")
-        if row.text.strip()
+        HistoryMessage(role=role, content=text)
+        for role, text in rows.order_by("created", "id").values_list("role", "text")
+        if text.strip()
     ]
 
 

@@ -11,11 +11,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.preferences import preferred_model
 from chat_app.explain import explain_compact
+from chat_app.history_sql import run_events_insert, tool_call_close, tool_call_open
 from chat_app.models import (
     TITLE_MAX,
     Conversation,
@@ -148,29 +149,38 @@ def conversation_delete(*, conversation: Conversation) -> None:
 
 
 def run_start(
-    *, conversation: Conversation, text: str, attended: bool, replaces: int | None = None
+    *,
+    conversation: Conversation,
+    text: str,
+    attended: bool,
+    replaces: int | None = None,
+    locked: bool = False,
 ) -> tuple[Run, Message]:
     """Open a run and store the user's message; one running turn per conversation.
 
     ``replaces`` (an edit or a regeneration): that run of this conversation and every
     later one are marked superseded: kept in history, left out of later prompts.
+    ``locked``: the caller loaded ``conversation`` with ``select_for_update`` in the
+    transaction this runs in (a turn's start), so it is not loaded and locked again.
     """
     with transaction.atomic():
-        locked = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
-        if locked is None:
-            raise NotFoundError(f"conversation {conversation.pk!r} not found")
+        locked_row = conversation if locked else _conversation_lock(conversation.pk)
         # Under the conversation's lock, so two processes cannot both take over a dead turn.
-        run_expire_orphans(conversation_id=locked.pk)
-        if locked.runs.filter(status="running").exists():
+        # One query for both: close the runs whose lease lapsed, refuse if one still holds.
+        now = timezone.now()
+        running = list(locked_row.runs.filter(status="running").values_list("pk", "lease_until"))
+        lapsed = [pk for pk, until in running if until is None or until < now]
+        _close_run_ids(lapsed, reason=ORPHANED_RUN_ERROR)
+        if len(lapsed) < len(running):
             raise ConflictError("a turn is already running in this conversation; stop it first")
-        turn_start_allow(owner_id=locked.owner_id)
+        turn_start_allow(owner_id=locked_row.owner_id)
         if replaces is not None:
-            replaced = locked.runs.filter(pk=replaces, superseded=False).first()
+            replaced = locked_row.runs.filter(pk=replaces, superseded=False).first()
             if replaced is None:
                 raise UnprocessableError(f"run {replaces!r} is not a current run of this chat")
-            locked.runs.filter(pk__gte=replaced.pk).update(superseded=True)
+            locked_row.runs.filter(pk__gte=replaced.pk).update(superseded=True)
         run = Run.objects.create(
-            conversation=locked,
+            conversation=locked_row,
             model=conversation.model,
             profile_name=conversation.profile_name,
             attended=attended,
@@ -181,12 +191,21 @@ def run_start(
                 "agent_profile": conversation.agent_profile_id,
             },
         )
-        message = Message.objects.create(conversation=locked, role="user", text=text, run=run)
-        if not locked.title:
-            locked.title = title_from_message(text)
-        locked.save(update_fields=["title", "updated"])
-        conversation.title = locked.title
+        message = Message.objects.create(conversation=locked_row, role="user", text=text, run=run)
+        if not locked_row.title:
+            locked_row.title = title_from_message(text)
+        Conversation.objects.filter(pk=locked_row.pk).update(
+            title=locked_row.title, updated=timezone.now()
+        )
+        conversation.title = locked_row.title
     return run, message
+
+
+def _conversation_lock(conversation_id: int) -> Conversation:
+    locked = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+    if locked is None:
+        raise NotFoundError(f"conversation {conversation_id!r} not found")
+    return locked
 
 
 def _apply_event(run_id: int, event: dict[str, Any]) -> None:
@@ -209,19 +228,12 @@ def _apply_event(run_id: int, event: dict[str, Any]) -> None:
     elif kind == "tool_call_started":
         arguments = event.get("arguments")
         # One upsert (the same call may be announced again, e.g. by a nested run).
-        ToolCallRecord.objects.bulk_create(
-            [
-                ToolCallRecord(
-                    run_id=run_id,
-                    call_id=event["call_id"],
-                    name=event["name"],
-                    arguments=arguments if arguments is not None else {},
-                    parent_call_id=event.get("parent_call_id") or "",
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["run", "call_id"],
-            update_fields=["name", "arguments", "parent_call_id"],
+        tool_call_open(
+            run_id=run_id,
+            call_id=event["call_id"],
+            name=event["name"],
+            arguments=arguments if arguments is not None else {},
+            parent_call_id=event.get("parent_call_id") or "",
         )
     elif kind == "approval_requested":
         ToolCallRecord.objects.filter(run_id=run_id, call_id=event["call_id"]).update(
@@ -252,11 +264,8 @@ def _tool_call_finish(run_id: int, event: dict[str, Any]) -> None:
     }
     # Cut off by Stop: shown as stopped, not as a failure of the tool.
     status = "stopped" if event.get("stopped") else "error" if is_error else "done"
-    updated = ToolCallRecord.objects.filter(run_id=run_id, call_id=event["call_id"]).update(
-        status=Case(When(status="denied", then=Value("denied")), default=Value(status)),
-        **result,
-    )
-    if not updated:  # never announced (a call the framework refused before starting it)
+    if not tool_call_close(run_id=run_id, call_id=event["call_id"], status=status, result=result):
+        # Never announced (a call the framework refused before starting it).
         ToolCallRecord.objects.create(
             run_id=run_id,
             call_id=event["call_id"],
@@ -283,16 +292,9 @@ def run_record_events(*, run_id: int, events: list[dict[str, Any]]) -> None:
         return
     # Inside a batch (chat_app.db_batch) the batch's transaction covers it: no savepoint.
     with transaction.atomic(savepoint=False):
-        RunEvent.objects.bulk_create(
-            [
-                RunEvent(
-                    run_id=run_id,
-                    seq=event["seq"],
-                    type=event["type"],
-                    payload=_event_payload(event),
-                )
-                for event in events
-            ]
+        run_events_insert(
+            run_id=run_id,
+            events=[(event["seq"], event["type"], _event_payload(event)) for event in events],
         )
         for event in events:
             _apply_event(run_id, event)
@@ -312,14 +314,19 @@ def run_finish(
     orphaned by another process must not reopen it): its reply is returned instead.
     """
     with transaction.atomic(savepoint=False):  # a batch's transaction covers it
-        run = Run.objects.select_for_update().select_related("conversation").get(pk=run_id)
+        # Only what is read here: the run's JSON fields (tools, explain) cost to decode.
+        run = (
+            Run.objects.select_for_update()
+            .only("id", "conversation_id", "status", "text", "error")
+            .get(pk=run_id)
+        )
         if run.status != "running":
             closed = run.messages.filter(role="assistant").order_by("-id").first()
             if closed is not None:
                 closed.run = run  # callers read the verdict that stands from message.run
                 return closed
             return Message.objects.create(
-                conversation=run.conversation, role="assistant", text=run.text, run=run
+                conversation_id=run.conversation_id, role="assistant", text=run.text, run=run
             )
         run.status = status
         run.text = text
@@ -336,9 +343,10 @@ def run_finish(
             result_preview=f"turn {status}",
         )
         message = Message.objects.create(
-            conversation=run.conversation, role="assistant", text=text, run=run
+            conversation_id=run.conversation_id, role="assistant", text=text, run=run
         )
-        run.conversation.save(update_fields=["updated"])
+        # By id: loading the conversation to save one field cost a query and a model.
+        Conversation.objects.filter(pk=run.conversation_id).update(updated=timezone.now())
     return message
 
 
@@ -364,7 +372,10 @@ def _lease_lapsed(runs: QuerySet[Run]) -> QuerySet[Run]:
 
 def _close_runs(runs: QuerySet[Run], *, reason: str) -> int:
     """Close ``runs`` as errors with ``reason``, keeping the text each had streamed."""
-    run_ids = list(runs.values_list("pk", flat=True))
+    return _close_run_ids(list(runs.values_list("pk", flat=True)), reason=reason)
+
+
+def _close_run_ids(run_ids: list[int], *, reason: str) -> int:
     for run_id in run_ids:
         run_finish(run_id=run_id, status="error", text=_partial_text(run_id), error=reason)
     return len(run_ids)

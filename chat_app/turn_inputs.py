@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
 from chat_app.approvals import conversation_allowed_tools
 from chat_app.schemas import TurnOptions
@@ -45,6 +46,7 @@ def turn_request_kwargs(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in names}
 
 
+@transaction.atomic(savepoint=False)  # a batch's transaction (chat_app.db_batch) covers it
 def turn_prepare(
     *,
     user: AbstractBaseUser,
@@ -63,7 +65,8 @@ def turn_prepare(
     """
     from tools_app.selectors import turn_resolution_inputs
 
-    conversation = conversation_get(owner=user, conversation_id=conversation_id)
+    # Locked now: the run is opened under this lock (run_start), without loading it again.
+    conversation = conversation_get(owner=user, conversation_id=conversation_id, lock=True)
     conversation_apply_options(conversation=conversation, options=options)
     inputs = turn_resolution_inputs(
         owner=user,
@@ -76,7 +79,7 @@ def turn_prepare(
     if problem:
         raise UnprocessableError(problem)
     turn_attended = conversation.attended if attended is None else attended
-    start = {"conversation": conversation, "text": text, "attended": turn_attended}
+    start = {"conversation": conversation, "text": text, "attended": turn_attended, "locked": True}
     try:
         run, message = run_start(**start, replaces=replaces)
     except ConflictError:
@@ -112,6 +115,6 @@ def turn_prepare(
         run_id=run.pk,
         message_id=message.pk,
         title=conversation.title,
-        allowed_tools=conversation_allowed_tools(conversation_id=conversation.pk),
+        allowed_tools=conversation_allowed_tools(conversation=conversation),
         request_kwargs=turn_request_kwargs(values),
     )

@@ -124,7 +124,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # Keep connections between database calls (Channels closes obsolete ones around each):
 # opening one per call was a tenth of a busy server's CPU. 0 = a new one every time.
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A health check is a round trip (SELECT 1) before every database call's first query;
+# on PostgreSQL that was about a fifth of a busy server's CPU per turn. Off (Django's
+# default): a connection found broken is closed after the call that failed, and the next
+# call reconnects. Turn on where idle connections get cut (a firewall, a pooler).
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DATABASE_HEALTH_CHECKS", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
@@ -144,9 +148,10 @@ if REDIS_URL:
 else:
     # The in-memory layer silently drops messages beyond `capacity` per channel (100 by
     # default); a tool streaming fast could lose frames on open tabs. Match Redis's.
+    # chat_app.channel_layer: Channels' in-memory layer without its per-message scans.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "BACKEND": "chat_app.channel_layer.LocalChannelLayer",
             "CONFIG": {"capacity": 1500, "expiry": 60},
         }
     }

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Literal
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -65,11 +65,16 @@ def month_spend(*, user_id: int, exclude_run_id: int | None = None) -> Decimal:
 
 
 def budget_for_user(*, user_id: int) -> Decimal | None:
-    """The user's own monthly budget, else the default one, else None (no limit)."""
-    own = UserBudget.objects.filter(user_id=user_id).values_list("monthly_usd", flat=True).first()
-    if own is not None:
-        return own
-    return DefaultBudget.objects.values_list("monthly_usd", flat=True).first()
+    """The user's own monthly budget, else the default one, else None (no limit).
+
+    One query for both (a turn asks before every model call): rank 0 is the user's own.
+    """
+    own = UserBudget.objects.filter(user_id=user_id).annotate(rank=Value(0))
+    default = DefaultBudget.objects.annotate(rank=Value(1))
+    rows = own.values_list("rank", "monthly_usd").union(
+        default.values_list("rank", "monthly_usd"), all=True
+    )
+    return min(rows, key=lambda row: row[0], default=(None, None))[1]
 
 
 def usage_by_day(*, user_id: int) -> list[dict]:

@@ -5,7 +5,9 @@ model included (served in process with the same wire request; litellm's per-call
 work would cost more than the whole scripted reply). Transient failures are retried
 before anything has been streamed; after retries, or for failures that cannot
 succeed on retry, it raises :class:`~openprogram.providers.retry.ProviderError`.
-Setting ``cancel`` ends the stream quietly at the next chunk.
+Setting ``cancel`` ends the stream quietly at once. litellm sends the request; how the
+reply's stream is read (our own SSE parsing for OpenAI-compatible streams, litellm's
+wrapper for the rest) is :mod:`openprogram.providers.openai_stream`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,6 +22,12 @@ from typing import Any, TypeVar
 from openprogram.agent.types import AgentTool, Message, ToolCall
 from openprogram.providers._litellm_setup import load_litellm_async
 from openprogram.providers.offline import offline_stream
+from openprogram.providers.openai_stream import (
+    ChunkAssembler,
+    litellm_stream_texts,
+    openai_http_response,
+    openai_stream_texts,
+)
 from openprogram.providers.retry import ProviderError, RetryPolicy, classify_provider_error
 from openprogram.providers.routing import connection_kwargs, is_offline, litellm_model_name
 
@@ -68,35 +75,26 @@ def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-class _ToolCallAssembler:
-    """Joins tool-call fragments that arrive spread over many chunks, keyed by index."""
+class _Stopped:
+    """Queue marks of :meth:`_CancelRace.stream`."""
 
-    def __init__(self) -> None:
-        self._calls: dict[int, dict[str, Any]] = {}
 
-    def add(self, fragments: Sequence[Any]) -> None:
-        for position, fragment in enumerate(fragments):
-            index = getattr(fragment, "index", None)
-            index = position if index is None else index
-            call = self._calls.setdefault(index, {"id": "", "name": "", "arguments": []})
-            if getattr(fragment, "id", None):
-                call["id"] = fragment.id
-            function = getattr(fragment, "function", None)
-            if function is not None:
-                if getattr(function, "name", None):
-                    call["name"] = function.name
-                if getattr(function, "arguments", None):
-                    call["arguments"].append(function.arguments)
+_CANCELLED, _ENDED = _Stopped(), _Stopped()
 
-    def calls(self) -> list[ToolCall]:
-        return [
-            ToolCall(
-                id=call["id"] or f"call_{uuid.uuid4().hex[:12]}",
-                name=call["name"],
-                arguments="".join(call["arguments"]) or "{}",
-            )
-            for _, call in sorted(self._calls.items())
-        ]
+
+class _Failed:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+async def _read_into(source: AsyncIterator[str], queue: asyncio.Queue[Any]) -> None:
+    try:
+        async for text in source:
+            queue.put_nowait(text)
+    except Exception as error:
+        queue.put_nowait(_Failed(error))
+    else:
+        queue.put_nowait(_ENDED)
 
 
 class _CancelRace:
@@ -105,6 +103,13 @@ class _CancelRace:
     def __init__(self, cancel: asyncio.Event | None) -> None:
         self._cancel = cancel
         self._stop: asyncio.Future[Any] | None = None
+        self.cancelled = False
+
+    def _stop_waiter(self) -> asyncio.Future[Any]:
+        assert self._cancel is not None
+        if self._stop is None:
+            self._stop = asyncio.ensure_future(self._cancel.wait())
+        return self._stop
 
     async def run(self, awaitable: Awaitable[_T]) -> tuple[bool, _T | None]:
         """``(True, result)``, or ``(False, None)`` when cancelled before it finished."""
@@ -112,34 +117,63 @@ class _CancelRace:
             return True, await awaitable
         if self._cancel.is_set():
             asyncio.ensure_future(awaitable).cancel()
+            self.cancelled = True
             return False, None
-        if self._stop is None:
-            self._stop = asyncio.ensure_future(self._cancel.wait())
+        stop = self._stop_waiter()
         work = asyncio.ensure_future(awaitable)
-        await asyncio.wait({work, self._stop}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
         if work.done():
             return True, work.result()
         work.cancel()
+        self.cancelled = True
         return False, None
+
+    async def stream(self, source: AsyncIterator[str]) -> AsyncIterator[str]:
+        """``source``'s texts until it ends (its error raised here) or ``cancel`` is set.
+
+        One reader task per stream feeds a queue (rather than a task and a wait per
+        piece: that was a good part of a streamed piece's cost), and texts that queued
+        up while the consumer was busy come out joined, so a loaded server handles
+        fewer, larger pieces instead of falling further behind.
+        """
+        if self._cancel is None:
+            async for text in source:
+                yield text
+            return
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        reader = asyncio.ensure_future(_read_into(source, queue))
+        stop = self._stop_waiter()
+
+        def on_cancel(_: object) -> None:
+            queue.put_nowait(_CANCELLED)
+
+        stop.add_done_callback(on_cancel)
+        try:
+            while True:
+                item = await queue.get()
+                texts = []
+                while isinstance(item, str):
+                    texts.append(item)
+                    item = queue.get_nowait() if not queue.empty() else None
+                if self._cancel.is_set():
+                    self.cancelled = True
+                    return
+                if texts:
+                    yield "".join(texts)
+                if item is None:
+                    continue
+                if isinstance(item, _Failed):
+                    raise item.error
+                return  # ended, or cancelled
+        finally:
+            stop.remove_done_callback(on_cancel)
+            if not reader.done():
+                reader.cancel()
+                await asyncio.wait({reader})
 
     def close(self) -> None:
         if self._stop is not None:
             self._stop.cancel()
-
-
-def _usage(chunk: Any) -> dict[str, int]:
-    """Token counts of a chunk that carries usage; cached prompt tokens when reported."""
-    usage = getattr(chunk, "usage", None)
-    if not usage:
-        return {}
-    counts = {
-        key: int(getattr(usage, key, 0) or 0)
-        for key in ("prompt_tokens", "completion_tokens", "total_tokens")
-    }
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or getattr(usage, "cache_read_input_tokens", 0)
-    counts["cached_tokens"] = int(cached or 0)
-    return counts
 
 
 def _error_message(error: BaseException, model: str) -> str:
@@ -199,27 +233,23 @@ async def _attempts(
             finished, response = await race.run(litellm.acompletion(**kwargs))
             if not finished:
                 return
-            assembler = _ToolCallAssembler()
-            usage: dict[str, int] = {}
-            finish_reason: str | None = None
-            chunks = aiter(response)
-            while True:
-                finished, chunk = await race.run(anext(chunks, None))
-                if not finished:
-                    return
-                if chunk is None:
-                    break
-                usage = _usage(chunk) or usage
-                for choice in getattr(chunk, "choices", None) or ():
-                    delta = choice.delta
-                    finish_reason = choice.finish_reason or finish_reason
-                    if getattr(delta, "tool_calls", None):
-                        assembler.add(delta.tool_calls)
-                    if getattr(delta, "content", None):
-                        streamed = True
-                        yield ProviderDelta(text=delta.content)
+            assembler = ChunkAssembler()
+            http = openai_http_response(response)
+            texts = (
+                openai_stream_texts(http, assembler)
+                if http is not None
+                else litellm_stream_texts(response, assembler)
+            )
+            async for text in race.stream(texts):
+                streamed = True
+                yield ProviderDelta(text=text)
+            if race.cancelled:
+                return
             yield ProviderDelta(
-                done=True, tool_calls=assembler.calls(), usage=usage, finish_reason=finish_reason
+                done=True,
+                tool_calls=assembler.tool_calls(),
+                usage=assembler.usage,
+                finish_reason=assembler.finish_reason,
             )
             return
         except Exception as error:

@@ -60,6 +60,12 @@ class FakeReply:
     """Pace of the text pieces (0: as fast as the socket takes them)."""
     stamped_tokens: int = 0
     """Text pieces ``t=<ns>\n`` stamped when sent, streamed before ``text``."""
+    broken_chunk: str = ""
+    """Sent as is as the data of one event after the text pieces, and then the stream ends
+    there (no finish reason, usage or ``[DONE]``): a provider's error object mid-stream,
+    or a chunk that is not JSON."""
+    cut_after_text: bool = False
+    """End the stream (close the connection) right after the text pieces."""
 
 
 STAMP_PREFIX = "t="
@@ -128,6 +134,13 @@ def _sse_chunks(reply: FakeReply, model: str, prompt_chars: int) -> list[dict[st
     }
     chunks.append({**base, "choices": [], "usage": usage})
     return chunks
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: 100 simultaneous model calls (the streaming load
+    # benchmark) overflowed it, and dropped connections were retried by TCP a second or
+    # three later, which the benchmark then counted as the server's time to first token.
+    request_queue_size = 1024
 
 
 class FakeOpenAIServer:
@@ -227,11 +240,19 @@ class FakeOpenAIServer:
                 if reply.stamped_tokens:
                     self._stream_stamped(reply, chunks[0])
                     chunks = chunks[1:]
+                text_chunks = len(_pieces(reply.text, _TEXT_PIECE))
                 for number, chunk in enumerate(chunks):
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
-                    if reply.hang and number == len(_pieces(reply.text, _TEXT_PIECE)):
+                    if number != text_chunks:  # the role chunk, then the text pieces
+                        continue
+                    if reply.hang:
                         server._released.wait(timeout=30)
+                    if reply.broken_chunk:
+                        self.wfile.write(f"data: {reply.broken_chunk}\n\n".encode())
+                        self.wfile.flush()
+                    if reply.broken_chunk or reply.cut_after_text:
+                        return
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
@@ -248,7 +269,7 @@ class FakeOpenAIServer:
                     self.wfile.write(f"data: {json.dumps(piece)}\n\n".encode())
                     self.wfile.flush()
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="fake-openai", daemon=True

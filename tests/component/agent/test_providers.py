@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from openprogram.agent.types import AgentTool, Message
@@ -17,19 +19,30 @@ from openprogram.providers import (
     stream_chat,
 )
 from tests.component.agent.conftest import FAKE_MODEL, FAST_RETRY
-from tests.fakes.openai_server import error_reply, text_reply, tool_calls_reply
+from tests.fakes.openai_server import (
+    FakeReply,
+    error_reply,
+    text_reply,
+    tool_calls_reply,
+)
 
 
 async def _collect(**kwargs):
     return [delta async for delta in stream_chat(retry=FAST_RETRY, **kwargs)]
 
 
-async def test_it_streams_text_in_pieces_and_ends_with_usage(fake_openai):
-    fake_openai.script(text_reply("Hello from the fake server"))
+async def test_text_reaches_the_caller_while_the_model_is_still_streaming(fake_openai):
+    fake_openai.script(FakeReply(text="Hello from the fake server", hang=True))
+    stream = stream_chat(
+        model=FAKE_MODEL, messages=[Message(role="user", content="hi")], retry=FAST_RETRY
+    )
 
-    deltas = await _collect(model=FAKE_MODEL, messages=[Message(role="user", content="hi")])
+    # The server holds the stream open (30 s) until released: text must come before that.
+    first = await asyncio.wait_for(anext(stream), timeout=10)
+    fake_openai.release()
+    deltas = [first, *[delta async for delta in stream]]
 
-    assert len([d for d in deltas if d.text]) > 1
+    assert first.text and not first.done
     assert "".join(d.text for d in deltas) == "Hello from the fake server"
     assert deltas[-1].done and deltas[-1].finish_reason == "stop"
     assert deltas[-1].usage["completion_tokens"] > 0
@@ -75,8 +88,6 @@ async def test_a_bad_request_is_raised_at_once_with_the_providers_message(fake_o
 
 
 async def test_a_set_cancel_event_ends_the_stream_quietly(fake_openai):
-    import asyncio
-
     cancel = asyncio.Event()
     cancel.set()
     fake_openai.script(text_reply("never read"))

@@ -164,3 +164,54 @@ def test_a_nested_call_keeps_its_parent(conversation):
     )
     assert ToolCallRecord.objects.get(run=run, call_id="inner").parent_call_id == "outer"
     assert ToolCallRecord.objects.get(run=run, call_id="outer").parent_call_id == ""
+
+
+def test_a_call_announced_again_keeps_one_row_with_what_was_said_last(conversation):
+    run, _ = run_start(conversation=conversation, text="go", attended=True)
+    started = {"type": "tool_call_started", "call_id": "c1", "name": "read"}
+    run_record_events(
+        run_id=run.pk,
+        events=[
+            {**started, "seq": 1, "arguments": {"path": "a.txt"}},
+            {
+                **started,
+                "seq": 2,
+                "arguments": {"path": "b.txt", "n": [1, 2]},
+                "parent_call_id": "p",
+            },
+            {
+                "seq": 3,
+                "type": "tool_finished",
+                "call_id": "c1",
+                "preview": "ok",
+                "duration_ms": 4.5,
+            },
+        ],
+    )
+
+    record = ToolCallRecord.objects.get(run=run)
+    assert (record.arguments, record.parent_call_id) == ({"path": "b.txt", "n": [1, 2]}, "p")
+    assert (record.status, record.result_preview, record.duration_ms) == ("done", "ok", 4.5)
+    assert record.created is not None
+    payloads = list(RunEvent.objects.filter(run=run).values_list("payload", flat=True))
+    assert payloads[1]["arguments"] == {"path": "b.txt", "n": [1, 2]}
+
+
+def test_a_call_that_finished_without_being_announced_still_gets_its_row(conversation):
+    run, _ = run_start(conversation=conversation, text="go", attended=True)
+    run_record_events(
+        run_id=run.pk,
+        events=[
+            {
+                "seq": 1,
+                "type": "tool_finished",
+                "call_id": "refused",
+                "name": "bash",
+                "preview": "arguments were not valid JSON",
+                "is_error": True,
+            }
+        ],
+    )
+
+    record = ToolCallRecord.objects.get(run=run, call_id="refused")
+    assert (record.name, record.status, record.is_error) == ("bash", "error", True)

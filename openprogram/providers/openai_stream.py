@@ -1,0 +1,227 @@
+"""Reading a model's chat stream: OpenAI-compatible streams parsed here, others by litellm.
+
+litellm sends every request: it resolves the provider, base URL, key and parameters,
+and maps HTTP errors to its exceptions. What it returns is a stream wrapper that builds
+pydantic models for every chunk, checks and logs it, and rebuilds the whole response at
+the end for logging and cost (cost is ours: :mod:`openprogram.providers.pricing`). For
+an OpenAI Chat Completions stream that per-chunk work cost more server CPU than
+everything else a streamed piece does, so :func:`openai_http_response` finds the HTTP
+response under the wrapper and :func:`openai_stream_texts` reads it here: SSE events,
+JSON chunks, text and tool-call fragments, the finish reason and the usage chunk
+(``stream_options.include_usage``). Other providers' streams go through the wrapper
+(:func:`litellm_stream_texts`); both feed one :class:`ChunkAssembler`.
+
+A stream that breaks after it started (a provider error object, a chunk that is not
+JSON, a dropped connection or read timeout, the end of the stream before a finish
+reason, a finish reason of ``error`` or ``abort``) raises :class:`StreamBroken`, a
+transient failure, as litellm's wrapper did: retried only while no text went out.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from openprogram.agent.types import ToolCall
+
+__all__ = [
+    "ChunkAssembler",
+    "StreamBroken",
+    "litellm_stream_texts",
+    "openai_http_response",
+    "openai_stream_texts",
+]
+
+_BROKEN_FINISH = ("error", "abort")
+_QUOTED_CHARS = 200
+
+
+class StreamBroken(ConnectionError):
+    """The provider's stream failed after it started (transient, as a dropped connection)."""
+
+
+def _get(obj: Any, key: str) -> Any:
+    """A field of a chunk part: a dict (parsed here) or an object (litellm's chunks)."""
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _usage_counts(usage: Any) -> dict[str, int]:
+    """Token counts of a usage object; cached prompt tokens when reported."""
+    counts = {
+        key: int(_get(usage, key) or 0)
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens")
+    }
+    details = _get(usage, "prompt_tokens_details")
+    cached = (details is not None and _get(details, "cached_tokens")) or _get(
+        usage, "cache_read_input_tokens"
+    )
+    counts["cached_tokens"] = int(cached or 0)
+    return counts
+
+
+class ChunkAssembler:
+    """What a stream of chat chunks adds up to: tool calls joined from fragments spread
+    over many chunks (keyed by index), the last usage reported, the finish reason."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, int] = {}
+        self.finish_reason: str | None = None
+
+    def text(self, chunk: Any) -> str:
+        """Add one chunk; return the text it carries."""
+        usage = _get(chunk, "usage")
+        if usage:
+            self.usage = _usage_counts(usage)
+        text = ""
+        for choice in _get(chunk, "choices") or ():
+            self.finish_reason = _get(choice, "finish_reason") or self.finish_reason
+            delta = _get(choice, "delta")
+            if delta is None:
+                continue
+            fragments = _get(delta, "tool_calls")
+            if fragments:
+                self._add_calls(fragments)
+            content = _get(delta, "content")
+            if content:
+                text += content
+        return text
+
+    def _add_calls(self, fragments: Sequence[Any]) -> None:
+        for position, fragment in enumerate(fragments):
+            index = _get(fragment, "index")
+            index = position if index is None else index
+            call = self._calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+            if _get(fragment, "id"):
+                call["id"] = _get(fragment, "id")
+            function = _get(fragment, "function")
+            if function is not None:
+                if _get(function, "name"):
+                    call["name"] = _get(function, "name")
+                if _get(function, "arguments"):
+                    call["arguments"].append(_get(function, "arguments"))
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(
+                id=call["id"] or f"call_{uuid.uuid4().hex[:12]}",
+                name=call["name"],
+                arguments="".join(call["arguments"]) or "{}",
+            )
+            for _, call in sorted(self._calls.items())
+        ]
+
+
+def openai_http_response(response: Any) -> Any | None:
+    """The HTTP response under litellm's stream when it is an OpenAI Chat Completions
+    stream not yet read (litellm's ``openai`` provider: OpenAI and any server called
+    as ``openai/<model>`` with an ``api_base``), else None."""
+    if getattr(response, "custom_llm_provider", None) != "openai":
+        return None
+    stream = getattr(response, "completion_stream", None)
+    if type(stream).__name__ != "AsyncStream" or getattr(response, "chunks", None):
+        return None
+    http = getattr(stream, "response", None)
+    if not callable(getattr(http, "aiter_bytes", None)) or getattr(
+        http, "is_stream_consumed", True
+    ):
+        return None
+    return http
+
+
+class _SSEEvents:
+    """Server-sent events from network reads: the ``data`` of each complete event."""
+
+    def __init__(self) -> None:
+        self._tail = b""
+        self._data: list[bytes] = []
+
+    def feed(self, read: bytes) -> list[bytes]:
+        lines = (self._tail + read).split(b"\n")
+        self._tail = lines.pop()
+        events = []
+        for line in lines:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:
+                if self._data:
+                    events.append(b"\n".join(self._data))
+                    self._data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                self._data.append(value[1:] if value.startswith(b" ") else value)
+            # Comments (": keep-alive") and event/id/retry fields carry nothing for chat.
+        return events
+
+
+def _chunk(data: bytes) -> dict[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise StreamBroken(f"a stream chunk is not JSON ({exc}): {data[:_QUOTED_CHARS]!r}") from exc
+    if not isinstance(chunk, dict):
+        raise StreamBroken(f"a stream chunk is not a JSON object: {data[:_QUOTED_CHARS]!r}")
+    error = chunk.get("error")
+    if error:
+        message = _get(error, "message") if isinstance(error, dict) else None
+        raise StreamBroken(str(message or error))
+    return chunk
+
+
+def _check_finish(assembler: ChunkAssembler) -> None:
+    if assembler.finish_reason in _BROKEN_FINISH:
+        raise StreamBroken(f"the model stopped with finish reason {assembler.finish_reason!r}")
+
+
+async def openai_stream_texts(http: Any, assembler: ChunkAssembler) -> AsyncIterator[str]:
+    """The text of an OpenAI chat stream, one item per network read (all the text of the
+    chunks that read brought, joined), feeding ``assembler``; closes the response."""
+    events = _SSEEvents()
+    done = False
+    try:
+        try:
+            async for read in http.aiter_bytes():
+                texts, broken = [], None
+                for data in events.feed(read):
+                    if data.startswith(b"[DONE]"):
+                        done = True
+                        break
+                    try:
+                        texts.append(assembler.text(_chunk(data)))
+                    except StreamBroken as exc:  # the text before it still goes out first
+                        broken = exc
+                        break
+                text = "".join(texts)
+                if text:
+                    yield text
+                if broken is not None:
+                    raise broken
+                _check_finish(assembler)
+                if done:
+                    break
+        except StreamBroken:
+            raise
+        except Exception as exc:
+            # A connection dropped after the finish reason has lost nothing (as in litellm).
+            if assembler.finish_reason is None:
+                raise StreamBroken(f"{type(exc).__name__}: {exc}") from exc
+            return
+    finally:
+        await http.aclose()
+    if not done and assembler.finish_reason is None:
+        raise StreamBroken("the stream ended before a finish reason was received")
+
+
+async def litellm_stream_texts(response: Any, assembler: ChunkAssembler) -> AsyncIterator[str]:
+    """The text of any other provider's stream, read through litellm's wrapper."""
+    try:
+        async for chunk in response:
+            text = assembler.text(chunk)
+            if text:
+                yield text
+    finally:
+        close = getattr(response, "aclose", None)
+        if close is not None:
+            await close()
