@@ -10,10 +10,11 @@ sessions and
 - connects the sessions it lacks, with the stored tokens;
 - reconnects a failed session whose tokens were replaced since it last looked
   (the user connected again elsewhere);
-- closes the sessions whose account is gone (the user disconnected elsewhere).
+- closes the sessions whose account is gone (the user disconnected elsewhere),
+  including one this process connected itself moments before.
 
-A session this process has never seen stored tokens for (a Connect in
-progress) is left alone.
+Only a session that this process's own Connect is still opening (no account
+is stored before the callback) is left alone.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from django.db import DatabaseError, close_old_connections
 
 from openprogram.mcp import get_mcp_accounts
 from tools_app.mcp_account_models import MCPAccount
-from tools_app.mcp_oauth_services import mcp_account_resume
+from tools_app.mcp_oauth_services import mcp_account_connect_in_progress, mcp_account_resume
 
 __all__ = [
     "SYNC_SECONDS",
@@ -51,6 +52,9 @@ def mcp_accounts_reconcile() -> None:
     """One comparison of stored accounts with this process's sessions (see the module doc)."""
     accounts = get_mcp_accounts()
     running = set(accounts.names())
+    # The sessions first, the rows second: a session opened after this look (a callback
+    # finishing here) is not mistaken for one whose account is gone.
+    sessions = {(name, user) for name in running for user in accounts.users(name)}
     rows = (
         MCPAccount.objects.filter(
             server__name__in=running, server__enabled=True, server__per_user_auth=True
@@ -68,8 +72,8 @@ def mcp_accounts_reconcile() -> None:
             _seen[key] = row.connected
         for key in [key for key in _seen if key not in stored]:
             del _seen[key]
-            name, user = key
-            if name in running and user in accounts.users(name):
+        for name, user in sessions - stored.keys():
+            if not mcp_account_connect_in_progress(name=name, user=user):
                 accounts.disconnect(name, user)
 
 

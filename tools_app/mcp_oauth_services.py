@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
     "AccountTokenStore",
     "Disconnected",
     "mcp_account_callback",
+    "mcp_account_connect_in_progress",
     "mcp_account_connect_start",
     "mcp_account_disconnect",
     "mcp_account_resume",
@@ -140,6 +142,11 @@ def _per_user_server(server: MCPServer) -> None:
         raise UnprocessableError(f"MCP server {server.name!r} is not running")
 
 
+_starting: set[tuple[str, str]] = set()
+"""(server, user as str) whose Connect is opening a session in this process, before any account exists."""
+_starting_lock = threading.Lock()
+
+
 def mcp_account_connect_start(
     *, user: AbstractBaseUser, server: MCPServer, redirect_uri: str
 ) -> str | None:
@@ -156,24 +163,39 @@ def mcp_account_connect_start(
         server.url, _oauth_client(server, redirect_uri), store, consent.hand_off
     )
     accounts = get_mcp_accounts()
-    accounts.connect(server.name, user.pk, signer)
+    key = (server.name, str(user.pk))
+    with _starting_lock:
+        _starting.add(key)
+    try:
+        accounts.connect(server.name, user.pk, signer)
+        # The URL appears on the accounts loop; the connection may also settle without
+        # one (stored tokens still good, or a refusal): look at both, briefly, until one shows.
+        deadline = time.monotonic() + CONNECT_WAIT_SECONDS
+        while not consent.url_ready.wait(_POLL_SECONDS):
+            status = accounts.status(server.name, user.pk)
+            if status["state"] == "ready":
+                return None
+            if status["state"] == "failed":
+                accounts.disconnect(server.name, user.pk)
+                raise UnprocessableError(f"Could not connect to {server.name!r}: {status['error']}")
+            if time.monotonic() > deadline:
+                accounts.disconnect(server.name, user.pk)
+                raise UnprocessableError(f"MCP server {server.name!r} did not answer in time")
+        # The attempt waits at the consent step; the callback's process finishes the flow.
+        accounts.disconnect(server.name, user.pk).result(CONNECT_WAIT_SECONDS)
+        return consent.url
+    finally:
+        with _starting_lock:
+            _starting.discard(key)
 
-    # The URL appears on the accounts loop; the connection may also settle without
-    # one (stored tokens still good, or a refusal): look at both, briefly, until one shows.
-    deadline = time.monotonic() + CONNECT_WAIT_SECONDS
-    while not consent.url_ready.wait(_POLL_SECONDS):
-        status = accounts.status(server.name, user.pk)
-        if status["state"] == "ready":
-            return None
-        if status["state"] == "failed":
-            accounts.disconnect(server.name, user.pk)
-            raise UnprocessableError(f"Could not connect to {server.name!r}: {status['error']}")
-        if time.monotonic() > deadline:
-            accounts.disconnect(server.name, user.pk)
-            raise UnprocessableError(f"MCP server {server.name!r} did not answer in time")
-    # The attempt waits at the consent step; the callback's process finishes the flow.
-    accounts.disconnect(server.name, user.pk).result(CONNECT_WAIT_SECONDS)
-    return consent.url
+
+def mcp_account_connect_in_progress(*, name: str, user: str) -> bool:
+    """Whether this process's Connect for ``(name, user)`` is still opening its session.
+
+    Such a session has no stored account yet; the accounts sync must leave it alone.
+    """
+    with _starting_lock:
+        return (name, user) in _starting
 
 
 def mcp_account_callback(

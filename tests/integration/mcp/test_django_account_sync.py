@@ -53,6 +53,20 @@ def test_an_account_disconnected_through_another_process_loses_its_session_here(
     assert get_mcp_accounts().status("notes", bob.pk)["state"] == "ready"
 
 
+def test_a_session_connected_here_moments_before_a_disconnect_elsewhere_is_closed(
+    notes: MCPServer, alice
+) -> None:
+    # The callback finished here and, before this process's next look at the database,
+    # alice pressed Disconnect on another process: her session here must not outlive it.
+    connect(browser_for(alice), "alice-acct")
+    MCPAccount.objects.filter(user=alice).delete()
+
+    mcp_accounts_reconcile()
+
+    assert get_mcp_accounts().status("notes", alice.pk)["state"] == "stopped"
+    assert "connect your account" in (l4_reason(alice, TOOL) or "")
+
+
 def test_a_ready_session_is_not_restarted_when_nothing_changed(notes: MCPServer, alice) -> None:
     browser = browser_for(alice)
     connect(browser, "alice-acct")
