@@ -204,6 +204,8 @@ class Guarded(DPoPHooks):
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                if outgoing is request and response.status_code < 400:
+                    self.refreshed_after_401 = False
                 if outgoing is not request and response.is_redirect:
                     target = urljoin(str(outgoing.url), response.headers.get("location", ""))
                     if origin_of(target) != origin_of(str(outgoing.url)):
@@ -278,13 +280,56 @@ class Guarded(DPoPHooks):
             )
         return chosen
 
+    refreshing = False
+    """The token request in flight is a refresh standing in for a new authorization."""
+    refreshed_after_401 = False
+    """A 401 was already answered with a refresh and no request has succeeded since."""
+
+    def _refresh_will_do(self) -> bool:
+        """Whether a 401 can be answered with the stored refresh token instead of consent.
+
+        After a restart the SDK loads stored tokens without their expiry, sends the
+        expired access token, gets a 401 and would ask for consent again, which a
+        per-user account cannot give unattended. A refresh is enough when the scope
+        to ask for was already granted (or was never recorded); once per run of 401s,
+        so a provider that keeps refusing the refreshed token still gets a real
+        authorization next.
+        """
+        tokens = self.context.current_tokens
+        if tokens is None or not tokens.refresh_token or self.refreshed_after_401:
+            return False
+        if self.context.client_info is None:
+            return False
+        wanted = set((self.context.client_metadata.scope or "").split())
+        return tokens.scope is None or wanted <= set(tokens.scope.split())
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        if not self.refreshing:
+            await super()._handle_token_response(response)
+            return
+        self.refreshing = False
+        if not await self._handle_refresh_response(response):
+            raise MCPOAuthError(
+                f"the provider refused to refresh the stored token (HTTP "
+                f"{response.status_code}): connect your account again"
+            )
+
     async def _perform_authorization(self) -> httpx2.Request:
+        self._check_endpoints()
+        if self.fixed_scope:
+            self.context.client_metadata.scope = self.fixed_scope
+        if self._refresh_will_do():
+            self.refreshed_after_401 = self.refreshing = True
+            return await self._refresh_token()
         self.authorizations += 1
         if self.authorizations > MAX_AUTHORIZATIONS:
             raise MCPOAuthError(
                 f"the server still refuses after {MAX_AUTHORIZATIONS} authorizations; "
                 "giving up instead of asking the user again"
             )
+        return await super()._perform_authorization()
+
+    def _check_endpoints(self) -> None:
         metadata = self.context.oauth_metadata
         if metadata is not None:
             for label in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
@@ -293,9 +338,6 @@ class Guarded(DPoPHooks):
                     raise MCPOAuthError(
                         f"the authorization server's {label} is not https: {str(endpoint)!r}"
                     )
-        if self.fixed_scope:
-            self.context.client_metadata.scope = self.fixed_scope
-        return await super()._perform_authorization()
 
 
 class _GuardedOAuthProvider(Guarded, OAuthClientProvider):
