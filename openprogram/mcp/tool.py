@@ -1,10 +1,13 @@
 """The AgentTool an MCP server's tool becomes in the registry.
 
-A call validates its arguments against the server's JSON Schema before
-anything is sent, goes through the manager (which owns the connection and
-enforces the per-server timeout), streams progress notifications to
-``on_update`` and turns the server's content blocks into the same capped,
-persisted text built-in tools produce, with images as attachments.
+A call prepares its arguments with the rules every kind of tool shares
+(``openprogram.programs.arguments``: a null for an optional parameter whose
+schema does not allow null is left out, then the server's JSON Schema is
+checked in the dialect it names) before anything is sent, goes through the
+manager (which owns the connection and enforces the per-server timeout),
+streams progress notifications to ``on_update`` and turns the server's content
+blocks into the same capped, persisted text built-in tools produce, with images
+as attachments.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ import mcp_types
 
 from openprogram.agent.context import get_turn
 from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
-from openprogram.mcp.arguments import ArgumentChecker
 from openprogram.mcp.config import MCPServerConfig
 from openprogram.mcp.elicitation import CallElicitor
 from openprogram.mcp.errors import MCPCallError
+from openprogram.programs.arguments import InvalidArguments, prepare_arguments
 from openprogram.programs.results import TailAccumulator
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "MCPTool", "ProgressFn", "ToolCaller", "mcp_tool_name"]
@@ -212,7 +215,6 @@ class MCPTool(AgentTool):
         """Seconds the server may work on one call (time spent asking a person excluded)."""
         self.output_schema = dict(output_schema) if isinstance(output_schema, Mapping) else None
         self._caller = caller
-        self._arguments = ArgumentChecker(self.name, self.parameters)
 
     @classmethod
     def from_listing(cls, *, caller: ToolCaller, config: MCPServerConfig, listed: Any) -> MCPTool:
@@ -244,20 +246,12 @@ class MCPTool(AgentTool):
             result.duration_ms = (time.monotonic() - started) * 1000
             return result
 
-        if isinstance(args, str):
-            try:
-                args = json.loads(args or "{}")
-            except json.JSONDecodeError as exc:
-                return finish(
-                    AgentToolResult(f"Arguments for {self.name!r} are not JSON: {exc}", True)
-                )
-        if not isinstance(args, dict):
-            return finish(
-                AgentToolResult(f"Arguments for {self.name!r} must be a JSON object", True)
-            )
-        args, problem = self._arguments.check(args)
-        if problem is not None:
-            return finish(AgentToolResult(problem, is_error=True))
+        try:
+            # The rules every kind of tool shares; here too because hosts (and the
+            # conformance client) call ``execute`` directly, outside the agent loop.
+            args = prepare_arguments(self, args)
+        except InvalidArguments as exc:
+            return finish(AgentToolResult(str(exc), is_error=True))
 
         stream = TailAccumulator(self.stream_capacity_chars or self.max_result_chars)
         loop = asyncio.get_running_loop()

@@ -20,7 +20,9 @@ plugin's own ``AgentTool`` subclass, an MCP tool — its call runs through
    with the full text persisted for the current user when ``persist_full``; error text
    has absolute server paths redacted.
 
-:func:`dispatch_tool_call` is what the agent loop calls: tools whose ``execute``
+:func:`dispatch_tool_call` is what the agent loop calls. It first drops the nulls that
+mean "not given" (:func:`openprogram.programs.arguments.drop_unset_nulls`), so approval,
+the cache key and the body all see the arguments as they run. Tools whose ``execute``
 already runs this pipeline (``FunctionTool``, so a library user calling it directly
 gets the same guarantees) are called as they are; every other tool's ``execute`` is
 wrapped. Either way each guarantee is applied exactly once per call.
@@ -41,6 +43,7 @@ from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
 from openprogram.programs._approval import _evaluate_approval
 from openprogram.programs._cache import ResultCache, canonical_arguments
 from openprogram.programs._streaming import UpdateStream
+from openprogram.programs.arguments import drop_unset_nulls
 from openprogram.programs.results import _normalize_result, cap_result_text
 from openprogram.security.redact import redact_server_paths
 
@@ -206,6 +209,9 @@ async def dispatch_tool_call(
     on_update: OnUpdate | None = None,
 ) -> AgentToolResult:
     """Run one call of ``tool`` with the policy applied exactly once, whatever its class."""
+    # Before approval: what a person approves must be what runs. (The agent loop has
+    # done this already; then it is a no-op.)
+    args = drop_unset_nulls(tool.parameters, args)
     if isinstance(tool, PolicyTool):
         return await tool.execute(call_id, args, cancel, on_update)
 

@@ -2,9 +2,11 @@
 
 Only what is specific to a Python function lives here:
 
-1. parse the arguments (a JSON string or a dict) and validate them with the pydantic
-   model built from the signature (the body never runs on invalid input; the error
-   names the field);
+1. parse the arguments (a JSON string or a dict), drop the nulls that mean "not
+   given" (:mod:`openprogram.programs.arguments`, the rule every kind of tool shares;
+   done here too because a library user may call ``execute`` directly) and validate
+   them with the pydantic model built from the signature (the body never runs on
+   invalid input; the error names the field);
 2. bind them, injecting the parameters the function declares: ``on_update`` (a plain
    ``callable(str)``, safe from any thread), ``timeout`` (the clamped budget in
    seconds) and ``cancel`` (an async body gets the caller's ``asyncio.Event``; a sync
@@ -33,6 +35,7 @@ from pydantic import ValidationError
 
 from openprogram.agent.types import AgentTool, AgentToolResult, OnUpdate
 from openprogram.programs._approval import tool_requires_approval
+from openprogram.programs.arguments import arguments_validator, drop_unset_nulls
 from openprogram.programs.call_policy import PolicyTool, error_result, run_with_policy
 from openprogram.programs.schema import ToolSignature
 
@@ -46,13 +49,6 @@ class _InvalidArguments(Exception):
 def _has_required_param(fn: Callable[..., Any], name: str) -> bool:
     param = inspect.signature(fn).parameters.get(name)
     return param is not None and param.default is inspect.Parameter.empty
-
-
-def _schema_validator(schema: dict[str, Any]) -> Any:
-    # Imported here: jsonschema costs ~60 ms and only **kwargs tools need it.
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(schema)
 
 
 def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
@@ -90,7 +86,7 @@ class FunctionTool(PolicyTool, AgentTool):
         self._timeout_required = _has_required_param(fn, "timeout")
         # **kwargs bodies take whatever the explicit parameters= schema allows.
         self._schema_validator = (
-            _schema_validator(self.parameters) if signature.accepts_var_keyword else None
+            arguments_validator(self.parameters) if signature.accepts_var_keyword else None
         )
 
     async def execute(
@@ -102,7 +98,8 @@ class FunctionTool(PolicyTool, AgentTool):
     ) -> AgentToolResult:
         started = time.perf_counter()
         try:
-            kwargs, plain_args = self._validate(self._parse(args))
+            parsed = drop_unset_nulls(self.parameters, self._parse(args))
+            kwargs, plain_args = self._validate(parsed)
         except _InvalidArguments as exc:
             result = error_result(self, str(exc), call_id=call_id)
             result.duration_ms = (time.perf_counter() - started) * 1000
@@ -136,8 +133,12 @@ class FunctionTool(PolicyTool, AgentTool):
 
     def _validate(self, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(kwargs for the body, JSON-safe arguments for approval and the cache key)``."""
-        if self._schema_validator is not None:
-            errors = sorted(self._schema_validator.iter_errors(args), key=lambda e: list(e.path))
+        if self.signature.accepts_var_keyword:
+            # An invalid parameters= schema checks nothing (logged when it was built).
+            validator = self._schema_validator
+            errors = (
+                sorted(validator.iter_errors(args), key=lambda e: list(e.path)) if validator else []
+            )
             if errors:
                 problems = "; ".join(
                     f"field {'.'.join(map(str, e.path)) or '(arguments)'!r}: {e.message}"

@@ -150,7 +150,7 @@ async def test_a_tool_that_keeps_failing_validation_ends_the_turn_readably(
     error = of_type(events, TurnError)[0]
     assert error.kind == "tool_arguments"
     assert "'add' got invalid arguments 3 times in a row" in error.message
-    assert "at a:" in error.message
+    assert "at 'a':" in error.message
     assert events[-1].stop_reason == "error"
     assert len(fake_openai.requests) == 3
 

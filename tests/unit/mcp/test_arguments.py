@@ -1,8 +1,14 @@
-"""A model's arguments for an MCP tool, checked against the server's schema before sending."""
+"""An MCP tool prepares the model's arguments with the rules every tool kind shares before
+anything reaches the server (what a real server receives: tests/component/agent/
+test_null_arguments_every_kind.py)."""
 
 from __future__ import annotations
 
-from openprogram.mcp.arguments import ArgumentChecker
+from typing import Any
+
+import mcp_types
+
+from openprogram.mcp.tool import MCPTool
 
 SCHEMA = {
     "type": "object",
@@ -15,49 +21,60 @@ SCHEMA = {
 }
 
 
-def test_a_null_for_an_optional_parameter_that_takes_no_null_is_left_out() -> None:
-    args, problem = ArgumentChecker("t", SCHEMA).check({"region": "eu", "verbose": None})
+class RecordingServer:
+    """Stands in for the manager: records what would be sent and answers "sent"."""
 
-    assert problem is None
-    assert args == {"region": "eu"}
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
 
-
-def test_a_null_the_schema_allows_is_sent_as_null() -> None:
-    args, problem = ArgumentChecker("t", SCHEMA).check({"region": "eu", "note": None})
-
-    assert problem is None
-    assert args == {"region": "eu", "note": None}
+    async def call(self, server: str, tool: str, args: dict[str, Any], **_: Any):
+        self.sent.append(args)
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="sent")])
 
 
-def test_a_null_for_a_required_parameter_is_still_refused() -> None:
-    _, problem = ArgumentChecker("t", SCHEMA).check({"region": None})
-
-    assert problem is not None
-    assert "'region'" in problem and "not of type 'string'" in problem
-
-
-def test_a_wrong_value_next_to_a_dropped_null_is_still_refused() -> None:
-    _, problem = ArgumentChecker("t", SCHEMA).check({"region": 3, "verbose": None})
-
-    assert problem is not None and "'region'" in problem
-
-
-def test_a_2020_12_schema_is_checked_with_its_own_defs_and_conditionals() -> None:
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "$defs": {"address": {"$anchor": "addr", "type": "object", "required": ["city"]}},
-        "properties": {"kind": {"enum": ["home", "work"]}, "address": {"$ref": "#addr"}},
-        "if": {"properties": {"kind": {"const": "work"}}},
-        "then": {"required": ["address"]},
-        "else": {},
-        "additionalProperties": False,
-    }
-    checker = ArgumentChecker("t", schema)
-
-    assert checker.check({"kind": "home"})[1] is None
-    assert "'address' is a required property" in (checker.check({"kind": "work"})[1] or "")
-    assert "'city' is a required property" in (
-        checker.check({"kind": "work", "address": {}})[1] or ""
+def _tool(server: RecordingServer) -> MCPTool:
+    return MCPTool(
+        caller=server,
+        server="srv",
+        remote_name="report",
+        description="Report.",
+        input_schema=SCHEMA,
+        defer=False,
+        timeout=5.0,
     )
-    assert "Additional properties" in (checker.check({"kind": "home", "x": 1})[1] or "")
+
+
+async def test_a_null_for_an_optional_parameter_that_takes_no_null_is_not_sent():
+    server = RecordingServer()
+    result = await _tool(server).execute("c1", {"region": "eu", "verbose": None})
+    assert not result.is_error
+    assert server.sent == [{"region": "eu"}]
+
+
+async def test_a_null_the_schema_allows_is_sent_as_null():
+    server = RecordingServer()
+    result = await _tool(server).execute("c1", '{"region": "eu", "note": null}')
+    assert not result.is_error
+    assert server.sent == [{"region": "eu", "note": None}]
+
+
+async def test_a_null_for_a_required_parameter_is_refused_and_nothing_is_sent():
+    server = RecordingServer()
+    result = await _tool(server).execute("c1", {"region": None})
+    assert result.is_error
+    assert "'mcp__srv__report'" in result.content and "'region' is required" in result.content
+    assert server.sent == []
+
+
+async def test_a_wrong_value_next_to_a_dropped_null_is_still_refused():
+    server = RecordingServer()
+    result = await _tool(server).execute("c1", {"region": 3, "verbose": None})
+    assert result.is_error and "at 'region':" in result.content
+    assert server.sent == []
+
+
+async def test_arguments_that_are_not_a_json_object_are_refused():
+    server = RecordingServer()
+    result = await _tool(server).execute("c1", '{"region": ')
+    assert result.is_error and "are not valid JSON" in result.content
+    assert server.sent == []

@@ -56,6 +56,13 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@server.tool(description="Repeat the text; say which suffix arrived (None when null).")
+def repeat(text: str, times: int = 1, suffix: str | None = "!") -> str:
+    # The server's own validation refuses a null for times: only a client that leaves
+    # that null out gets the default.
+    return f"{text * times} suffix={suffix!r}"
+
+
 @server.tool(description="Count to steps, reporting progress after each step.")
 async def slow_count(steps: int, delay: float, ctx: Context) -> str:
     for step in range(1, steps + 1):
