@@ -8,9 +8,24 @@ own share of the machine was.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["process_cpu_seconds", "process_peak_rss_bytes", "process_rss_bytes"]
+__all__ = [
+    "BENCH_CLIENTS",
+    "MACHINE",
+    "CpuWindow",
+    "machine_busy_seconds",
+    "process_cpu_seconds",
+    "process_peak_rss_bytes",
+    "process_rss_bytes",
+]
+
+BENCH_CLIENTS = "bench clients"
+"""The label of this process in a :class:`CpuWindow`: the benchmark's own clients."""
+MACHINE = "machine"
+"""The label of every process on the machine together (``/proc/stat``), in a :class:`CpuWindow`."""
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -39,3 +54,45 @@ def _status_bytes(pid: int, field: str) -> int:
         if line.startswith(f"{field}:"):
             return int(line.split()[1]) * 1024
     raise ValueError(f"no {field} line for process {pid!r}")
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have spent on anything but idling and waiting for I/O, since boot."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / _TICKS
+
+
+class CpuWindow:
+    """CPU seconds used between :meth:`start` and :meth:`stop`, per watched process.
+
+    Besides the processes named in ``pids`` (the server, the fake model server), it
+    measures this process (:data:`BENCH_CLIENTS`: a load bench's clients run here, all
+    threads included) and the whole machine (:data:`MACHINE`, every process, whoever runs
+    it), so a table can show how much of the machine's cores the server had to itself.
+    """
+
+    def __init__(self, pids: Mapping[str, int]) -> None:
+        self._pids = dict(pids)
+        self._started: dict[str, float] = {}
+        self._began = 0.0
+        self.used: dict[str, float] = {}
+        self.wall = 0.0
+
+    def _now(self) -> dict[str, float]:
+        now = {label: process_cpu_seconds(pid) for label, pid in self._pids.items()}
+        now[BENCH_CLIENTS] = time.process_time()
+        now[MACHINE] = machine_busy_seconds()
+        return now
+
+    def start(self) -> None:
+        self._started, self._began = self._now(), time.perf_counter()
+
+    def stop(self) -> None:
+        self.wall = time.perf_counter() - self._began
+        now = self._now()
+        self.used = {label: now[label] - self._started[label] for label in now}
+
+    def share(self, label: str) -> float:
+        """``label``'s CPU over the window as a share of one core (1.0 = a whole core)."""
+        return self.used[label] / self.wall if self.wall else 0.0

@@ -17,14 +17,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from bench._wsclient import ws_connect
 from tests.servers import ROOT, DaphneServer, wait_for_http
 
 __all__ = [
     "ECHO_APP",
     "STAMP_PREFIX",
     "ChatSeat",
+    "Gate",
     "StartLine",
     "TurnIncomplete",
     "TurnRecord",
@@ -32,6 +34,7 @@ __all__ = [
     "chat_turn",
     "daphne_start",
     "echo_round_trips",
+    "frame_kind",
     "percentile",
 ]
 
@@ -82,13 +85,30 @@ class TurnRecord:
 
     seconds: float
     stop_reason: str
-    frames: list[dict[str, Any]] = field(default_factory=list)
+    raw_frames: list[str] = field(default_factory=list)
+    """The frames as they arrived (JSON text), decoded only when ``frames`` is read."""
     received_ns: list[int] = field(default_factory=list)
-    """``time.time_ns()`` when each frame in ``frames`` arrived."""
+    """``time.time_ns()`` when each frame in ``raw_frames`` arrived."""
     finished_frame: bool = False
     """Whether the ``turn_finished`` frame itself arrived."""
     sent_ns: int = 0
     """``time.time_ns()`` when the message was sent."""
+    _decoded: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def frames(self) -> list[dict[str, Any]]:
+        """The frames, decoded. Left for after the turn, so the load's clients stay cheap."""
+        if self._decoded is None or len(self._decoded) != len(self.raw_frames):
+            self._decoded = [json.loads(raw) for raw in self.raw_frames]
+        return self._decoded
+
+
+class Gate(Protocol):
+    """What a client waits at before sending: it arrives once connected, then waits."""
+
+    def arrive(self) -> None: ...
+
+    async def wait(self) -> None: ...
 
 
 class StartLine:
@@ -175,15 +195,68 @@ def _connect(base_url: str, path: str, cookie_header: str) -> Any:
     )
 
 
+def frame_kind(raw: str | bytes) -> str:
+    """A frame's ``type`` without decoding all of it when it comes first (as the server sends)."""
+    if isinstance(raw, str) and raw.startswith(_TYPE_FIRST):
+        end = raw.find('"', len(_TYPE_FIRST))
+        if end > 0:
+            return raw[len(_TYPE_FIRST) : end]
+    return str(json.loads(raw).get("type", ""))
+
+
+_TYPE_FIRST = '{"type": "'
+_OPEN_TIMEOUT = 30.0
+
+
+class _TurnReader:
+    """Reads a turn's frames as they arrive (a :func:`ws_connect` callback), until its last."""
+
+    def __init__(self, record: TurnRecord, on_first_delta: Callable[[], None] | None) -> None:
+        self.record = record
+        self.on_first_delta = on_first_delta
+        self.started = 0.0
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def message(self, raw: str | bytes, arrived_ns: int) -> None:
+        if self.done.done():
+            return
+        try:
+            self._frame(raw, arrived_ns)
+        except Exception as exc:  # a frame the bench cannot read ends the turn, with the reason
+            self.done.set_exception(exc)
+
+    def _frame(self, raw: str | bytes, arrived_ns: int) -> None:
+        kind = frame_kind(raw)
+        if kind == "catch_up":
+            return
+        record = self.record
+        record.raw_frames.append(raw)  # type: ignore[arg-type]  # the server sends text
+        record.received_ns.append(arrived_ns)
+        if kind == "text_delta":
+            if self.on_first_delta is not None:
+                self.on_first_delta()
+                self.on_first_delta = None
+        elif kind == "turn_finished":
+            record.seconds = time.perf_counter() - self.started
+            record.stop_reason = json.loads(raw).get("stop_reason", "")
+            record.finished_frame = True
+        elif kind == "assistant_message" or (kind == "error" and "run_id" not in json.loads(raw)):
+            if not record.finished_frame:
+                record.seconds = time.perf_counter() - self.started
+                record.stop_reason = json.loads(raw).get("status", "error")
+            self.done.set_result(None)
+
+
 async def chat_turn(
     base_url: str,
     seat: ChatSeat,
     text: str,
     *,
     timeout: float = 60.0,
-    on_frame: Callable[[dict[str, Any]], None] | None = None,
     model: str = "offline",
-    start: StartLine | None = None,
+    start: Gate | None = None,
+    delay: float = 0.0,
+    on_first_delta: Callable[[], None] | None = None,
 ) -> TurnRecord:
     """Send one message to ``model`` and read frames until the turn's last one.
 
@@ -194,12 +267,26 @@ async def chat_turn(
     came: then ``finished_frame`` is False). No last frame within ``timeout``, a
     socket that fails to open or closes mid-turn raise :class:`TurnIncomplete`
     with the frames that did arrive. With ``start``, the message is sent once every
-    client of that start line has connected.
+    client of that start line has connected (``start.wait()`` returns), ``delay``
+    seconds after (arrivals spread over time). ``on_first_delta`` is called when the
+    first ``text_delta`` frame arrives.
+
+    The socket is :mod:`bench._wsclient`'s: frames are read in the callback that
+    receives them, kept as text, and only their type is looked at while the turn runs
+    (a load's 100 clients share the machine with the server they time).
     """
     path = f"/ws/chat/{seat.conversation_id}/"
     record = TurnRecord(seconds=0.0, stop_reason="")
+    reader = _TurnReader(record, on_first_delta)
     try:
-        socket = await _connect(base_url, path, seat.cookie_header)
+        socket = await asyncio.wait_for(
+            ws_connect(
+                base_url.replace("http://", "ws://") + path,
+                on_message=reader.message,
+                headers={"Origin": base_url, "Cookie": seat.cookie_header},
+            ),
+            _OPEN_TIMEOUT,
+        )
     except Exception as exc:
         if start is not None:
             start.arrive()
@@ -208,33 +295,22 @@ async def chat_turn(
         if start is not None:
             start.arrive()
             await start.wait()
+        if delay > 0:
+            await asyncio.sleep(delay)
         frame = {"type": "user_message", "text": text, "model": model}
-        started = time.perf_counter()
+        reader.started = time.perf_counter()
         record.sent_ns = time.time_ns()
-        await socket.send(json.dumps(frame))
-        async with asyncio.timeout(timeout):
-            async for raw in socket:
-                arrived = time.time_ns()
-                event = json.loads(raw)
-                kind = event.get("type")
-                if kind == "catch_up":
-                    continue
-                record.frames.append(event)
-                record.received_ns.append(arrived)
-                if on_frame is not None:
-                    on_frame(event)
-                if kind == "turn_finished":
-                    record.seconds = time.perf_counter() - started
-                    record.stop_reason = event.get("stop_reason", "")
-                    record.finished_frame = True
-                elif kind == "assistant_message" or (kind == "error" and "run_id" not in event):
-                    if not record.finished_frame:
-                        record.seconds = time.perf_counter() - started
-                        record.stop_reason = event.get("status", "error")
-                    return record
-        reason = f"socket closed (code {socket.close_code!r})"
-    except TimeoutError:
-        reason = f"no last frame within {timeout:.0f} s"
+        socket.send_text(json.dumps(frame))
+        await asyncio.wait(
+            (reader.done, socket.closed), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if reader.done.done():
+            reader.done.result()  # raises what a frame raised
+            return record
+        if socket.closed.done():
+            reason = f"socket closed (code {socket.close_code!r})"
+        else:
+            reason = f"no last frame within {timeout:.0f} s"
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
     finally:

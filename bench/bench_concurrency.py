@@ -9,30 +9,36 @@ first, then all send at once; a turn's latency runs from its send to its
 far it got on the socket (frames, the last one, whether ``turn_finished`` came), what
 the server's history says about its run, and the server log's warnings. Server CPU is
 the user + system time of the daphne process(es) during the load (``/proc``), divided
-by the turns: what a turn costs the server, whoever else shares the machine. The
-ceiling is the bare Channels echo consumer of ``bench.echo_asgi`` on the same
-server(s), hit by as many simultaneous sockets.
+by the turns: what a turn costs the server, whoever else shares the machine. Next to it,
+the rig: the CPU of the bench's own clients (this process) per turn, and how busy the
+whole machine was (``/proc/stat``, every process) over the load, so a reader sees what
+the server had to share. The ceiling is the bare Channels echo consumer of
+``bench.echo_asgi`` on the same server(s), hit by as many simultaneous sockets.
 
 PostgreSQL is a private server this bench starts (``bench._postgres``); two processes
 share one SQLite file (WAL mode, as settings configure it) and a redis-server this
 bench starts on a free loopback port. Everything is stopped afterwards.
+
+``python -m bench concurrency --only sqlite --turns 20`` runs a shorter, focused load;
+``--help`` lists the options.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
 import os
 import statistics
+import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench._postgres import postgres_available, postgres_database
-from bench._proc import process_cpu_seconds
+from bench._proc import BENCH_CLIENTS, MACHINE, CpuWindow
 from bench._util import print_table, ratio
 from bench._ws import (
     ChatSeat,
@@ -49,7 +55,6 @@ from tests.servers import DaphneServer, make_server, redis_server
 
 __all__ = ["main"]
 
-_CHATS = 100
 _TURN_TEXT = "/todo_read\n/list_dir\n/todo_read"
 _TOOL_CALLS = 3
 _TURN_TIMEOUT = 120.0
@@ -71,8 +76,9 @@ print("RUNS=" + json.dumps(out))
 class _Outcome:
     label: str
     latencies_ms: list[float]
-    wall_seconds: float
-    cpu_seconds: float
+    turns: int
+    cpu: CpuWindow
+    """The servers' (``server 0``, ``server 1``), the clients' and the machine's CPU."""
     echo_ms: list[float]
     lost: list[str] = field(default_factory=list)
 
@@ -153,20 +159,16 @@ async def _chats(urls: list[str], seats: list[ChatSeat]) -> list[TurnRecord | Ba
     )
 
 
-async def _echoes(urls: list[str]) -> list[float]:
+async def _echoes(urls: list[str], count: int) -> list[float]:
     samples = await asyncio.gather(
-        *(echo_round_trips(urls[i % len(urls)], count=1) for i in range(_CHATS))
+        *(echo_round_trips(urls[i % len(urls)], count=1) for i in range(count))
     )
     return [s[0] * 1000 for s in samples]
 
 
-def _server_cpu(servers: list[DaphneServer]) -> float:
-    return sum(process_cpu_seconds(server.proc.pid) for server in servers if server.proc)
-
-
-def _run(label: str, servers: list[DaphneServer]) -> _Outcome:
-    seats = chat_seats_create(servers[0], count=_CHATS + len(servers))
-    chats, warmups = seats[:_CHATS], seats[_CHATS:]
+def _run(label: str, servers: list[DaphneServer], turns: int) -> _Outcome:
+    seats = chat_seats_create(servers[0], count=turns + len(servers))
+    chats, warmups = seats[:turns], seats[turns:]
     for server in servers:
         daphne_start(server)
     try:
@@ -174,15 +176,15 @@ def _run(label: str, servers: list[DaphneServer]) -> _Outcome:
         # Each process's first turn loads what turns need: keep that out of the figures.
         for url, seat in zip(urls, warmups, strict=True):
             asyncio.run(chat_turn(url, seat, _TURN_TEXT, timeout=_TURN_TIMEOUT))
-        cpu_before, started = _server_cpu(servers), time.perf_counter()
+        cpu = CpuWindow({f"server {i}": s.proc.pid for i, s in enumerate(servers) if s.proc})
+        cpu.start()
         outcomes = asyncio.run(_chats(urls, chats))
-        wall = time.perf_counter() - started
-        cpu = _server_cpu(servers) - cpu_before
-        echo = asyncio.run(_echoes(urls))
+        cpu.stop()
+        echo = asyncio.run(_echoes(urls, turns))
     finally:
         for server in servers:
             server.stop()
-    result = _Outcome(label, [], wall, cpu, echo)
+    result = _Outcome(label, [], turns, cpu, echo)
     failed: list[tuple[ChatSeat, TurnRecord | BaseException]] = []
     for seat, outcome in zip(chats, outcomes, strict=True):
         if _completed(outcome):
@@ -201,29 +203,47 @@ def _run(label: str, servers: list[DaphneServer]) -> _Outcome:
     return result
 
 
-def _wanted(setup: str) -> bool:
-    """``BENCH_CONCURRENCY_ONLY=sqlite,postgres,redis`` runs just those (quick iterations)."""
-    only = os.environ.get("BENCH_CONCURRENCY_ONLY", "")
-    return not only or setup in only.split(",")
+_SETUPS = ("sqlite", "postgres", "redis")
+
+
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench concurrency", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--only",
+        default=os.environ.get("BENCH_CONCURRENCY_ONLY", ",".join(_SETUPS)),
+        help="comma-separated setups to run: sqlite, postgres, redis (all; the environment "
+        "variable BENCH_CONCURRENCY_ONLY sets the default)",
+    )
+    parser.add_argument("--turns", type=int, default=100, help="simultaneous chats (100)")
+    options = parser.parse_args(argv)
+    options.only = [setup.strip() for setup in options.only.split(",") if setup.strip()]
+    for setup in options.only:
+        if setup not in _SETUPS:
+            parser.error(f"unknown setup {setup!r}: use {', '.join(_SETUPS)}")
+    if options.turns < 2:
+        parser.error("--turns needs at least 2")
+    return options
 
 
 @contextlib.contextmanager
-def _setups(tmp: Path) -> Iterator[list[tuple[str, list[DaphneServer]]]]:
+def _setups(tmp: Path, only: list[str]) -> Iterator[list[tuple[str, list[DaphneServer]]]]:
     """(label, servers) of each configuration, the services they need running meanwhile."""
     with contextlib.ExitStack() as stack:
         setups: list[tuple[str, list[DaphneServer]]] = []
-        if _wanted("sqlite"):
+        if "sqlite" in only:
             single = make_server(tmp / "sqlite")
             single.create_users()
             setups.append(("1 daphne process, SQLite", [single]))
-        if _wanted("postgres") and postgres_available():
+        if "postgres" in only and postgres_available():
             url = stack.enter_context(postgres_database())
             server = make_server(tmp / "postgres", DATABASE_URL=url)
             server.create_users()
             setups.append(("1 daphne process, PostgreSQL", [server]))
-        elif _wanted("postgres"):
+        elif "postgres" in only:
             print("PostgreSQL is not installed: its run is left out (make system-deps)")
-        if _wanted("redis"):
+        if "redis" in only:
             redis_url = stack.enter_context(redis_server(tmp))
             first = make_server(tmp / "shared", REDIS_URL=redis_url)
             first.create_users()
@@ -234,45 +254,58 @@ def _setups(tmp: Path) -> Iterator[list[tuple[str, list[DaphneServer]]]]:
 
 def _rows(outcome: _Outcome) -> list[list[object]]:
     echo_p50 = statistics.median(outcome.echo_ms)
-    done = outcome.latencies_ms
-    turn: list[object] = [f"{outcome.label}: chat turn, 3 tool calls", f"{len(done)} of {_CHATS}"]
+    done, turns, cpu = outcome.latencies_ms, outcome.turns, outcome.cpu
+    server_cpu = sum(used for label, used in cpu.used.items() if label.startswith("server "))
+    turn: list[object] = [f"{outcome.label}: chat turn, 3 tool calls", f"{len(done)} of {turns}"]
     if len(done) >= 2:
         p50 = statistics.median(done)
         turn += [
             f"{p50:.0f}",
             f"{percentile(done, 95):.0f}",
-            f"{outcome.wall_seconds:.1f} s",
-            f"{outcome.cpu_seconds * 1000 / _CHATS:.1f} ms",
+            f"{cpu.wall:.1f} s",
+            f"{server_cpu * 1000 / turns:.1f} ms",
+            f"{cpu.used[BENCH_CLIENTS] * 1000 / turns:.1f} ms",
+            f"{100 * cpu.share(MACHINE):.0f} %",
             ratio(p50, echo_p50),
         ]
     else:
-        turn += [""] * 5
+        turn += [""] * 7
     echo: list[object] = [
         f"{outcome.label}: bare Channels echo (ceiling)",
-        f"{len(outcome.echo_ms)} of {_CHATS}",
+        f"{len(outcome.echo_ms)} of {turns}",
         f"{echo_p50:.1f}",
         f"{percentile(outcome.echo_ms, 95):.1f}",
-        "",
-        "",
+        *[""] * 4,
         "1.00×",
     ]
     return [turn, echo]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    options = _options(sys.argv[1:] if argv is None else argv)
     outcomes: list[_Outcome] = []
-    with tempfile.TemporaryDirectory() as tmp, _setups(Path(tmp)) as setups:
+    with tempfile.TemporaryDirectory() as tmp, _setups(Path(tmp), options.only) as setups:
         for label, servers in setups:
-            outcomes.append(_run(label, servers))
+            outcomes.append(_run(label, servers, options.turns))
     print_table(
-        f"{_CHATS} simultaneous WebSocket chats, offline model (latency in ms)",
-        ["server", "completed", "p50", "p95", "wall time", "server CPU per turn", "p50 vs echo"],
+        f"{options.turns} simultaneous WebSocket chats, offline model (latency in ms)",
+        [
+            "server",
+            "completed",
+            "p50",
+            "p95",
+            "wall time",
+            "server CPU per turn",
+            "bench clients CPU per turn",
+            f"machine busy (of {100 * (os.cpu_count() or 1)} %)",
+            "p50 vs echo",
+        ],
         [row for outcome in outcomes for row in _rows(outcome)],
     )
     lost = [line for outcome in outcomes for line in outcome.lost]
     if lost:
         # Reported, not raised, so `make bench` still prints the remaining tables.
-        turns = sum(_CHATS - len(outcome.latencies_ms) for outcome in outcomes)
+        turns = sum(outcome.turns - len(outcome.latencies_ms) for outcome in outcomes)
         print(f"WARNING: {turns} turn(s) did not complete:", flush=True)
         for line in lost:
             print(f"  {line}", flush=True)

@@ -1,93 +1,86 @@
 """Streaming load: 100 simultaneous chats with a model that streams like a real one.
 
-A fake OpenAI-compatible server in its own process (``bench._paced_model``) streams
-every model call through real HTTP and litellm at 50 text pieces a second, each piece
-a stamp of when it was sent; a turn is two calls of 150 pieces (300 in all) with two
-tool calls (``todo_read``, ``list_dir``) between them. One daphne process (SQLite)
-serves the chats. First the same turn runs alone a few times (the baseline), then 100
-clients connect and all send at once.
+A fake OpenAI-compatible server in its own process (``bench._paced_model``, one event
+loop pacing every stream) streams every model call through real HTTP at 50 text pieces
+a second, each piece a stamp of when it was sent; a turn is two calls of 150 pieces (300
+in all) with two tool calls (``todo_read``, ``list_dir``) between them. One daphne
+process (SQLite) serves the chats. First the same turn runs alone a few times (the
+baseline), then the load, once per arrival pattern: ``burst`` (every client sends in the
+same instant) and ``spread`` (the sends at random moments over 2 s, as independent users
+arrive). While each load streams, a few newcomers start one by one (the first 0.5 s
+after every load turn streamed its first token, then one a second).
 
-Reported: pieces delivered (every stamp must reach its socket), time to first token
-(send → first ``text_delta`` frame) at p50/p95 against the turn alone, the latency
-each piece added between the model server writing it and the browser socket reading
-it (one machine, one clock), the server's CPU (``/proc``, all threads) per turn and as
-a share of one core over the load, and its resident memory.
+Reported, per column: pieces delivered (every stamp must reach its socket), time to first
+token (send → first ``text_delta`` frame) p50/p95 of the load's turns and of the
+newcomers against the turn alone, the latency each piece added between the model server
+writing it and the client socket reading it (one machine, one clock), the server's CPU
+(``/proc``, all threads) from the first send until every load turn had its first token
+(per turn: what a turn start costs, pieces streamed meanwhile included), per turn and as
+a share of one core, and its resident memory. The rig is measured too: the fake model
+server's process, the bench's own clients and the whole machine (``/proc/stat``, every
+process), so the table shows how much of the two cores the server had to itself.
+
+``python -m bench streaming_load --chats 20 --arrivals spread`` runs a shorter, focused
+load; ``--help`` lists the options.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench._paced_model import MODEL, TOOLS_PER_TURN
-from bench._proc import process_cpu_seconds, process_peak_rss_bytes, process_rss_bytes
-from bench._util import print_table
-from bench._ws import (
-    ChatSeat,
-    StartLine,
-    TurnIncomplete,
-    TurnRecord,
-    chat_seats_create,
-    chat_turn,
-    daphne_start,
-    percentile,
+from bench._proc import (
+    CpuWindow,
+    process_cpu_seconds,
+    process_peak_rss_bytes,
+    process_rss_bytes,
 )
-from tests.fakes.openai_server import STAMP_PREFIX
+from bench._streaming_report import MODEL_SERVER, SERVER, Alone, Load, rows
+from bench._streaming_turns import ARRIVALS, FirstTokens, NewcomerGate, Turns, arrival_offsets
+from bench._util import print_table
+from bench._ws import ChatSeat, StartLine, TurnRecord, chat_seats_create, chat_turn, daphne_start
 from tests.servers import ROOT, make_server
 
 __all__ = ["main"]
 
-_CHATS = 100
 _TOKENS_PER_SECOND = 50
 _TOKENS_PER_CALL = 150
 _TOKENS_PER_TURN = 2 * _TOKENS_PER_CALL
-_ALONE_TURNS = 3
 _TURN_TEXT = "read the todos and list the workspace"
 _TURN_TIMEOUT = 180.0
-_MIB = 1024 * 1024
+_NEWCOMER_FIRST, _NEWCOMER_GAP = 0.5, 1.0
 
 
-@dataclass
-class _Turns:
-    """What the clients saw of a set of turns."""
-
-    completed: int = 0
-    pieces: int = 0
-    first_token_ms: list[float] = field(default_factory=list)
-    piece_latency_ms: list[float] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-
-    def add(self, seat: ChatSeat, outcome: TurnRecord | BaseException) -> None:
-        if not isinstance(outcome, TurnRecord):
-            story = outcome.describe() if isinstance(outcome, TurnIncomplete) else repr(outcome)
-            self.failures.append(f"conversation {seat.conversation_id}: {story}")
-            return
-        finished = [f for f in outcome.frames if f.get("type") == "tool_finished"]
-        if outcome.stop_reason == "completed" and len(finished) == TOOLS_PER_TURN:
-            self.completed += 1
-        else:
-            self.failures.append(
-                f"conversation {seat.conversation_id}: ended {outcome.stop_reason!r} with "
-                f"{len(finished)} of {TOOLS_PER_TURN} tool results"
-            )
-        first = True
-        for frame, arrived_ns in zip(outcome.frames, outcome.received_ns, strict=True):
-            if frame.get("type") != "text_delta":
-                continue
-            if first:
-                self.first_token_ms.append((arrived_ns - outcome.sent_ns) / 1e6)
-                first = False
-            for line in frame["text"].splitlines():
-                if line.startswith(STAMP_PREFIX):
-                    self.pieces += 1
-                    sent_ns = int(line.removeprefix(STAMP_PREFIX))
-                    self.piece_latency_ms.append((arrived_ns - sent_ns) / 1e6)
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench streaming_load", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--chats", type=int, default=100, help="turns in the load (100)")
+    parser.add_argument(
+        "--arrivals",
+        default=",".join(ARRIVALS),
+        help="comma-separated arrival patterns, one load each: burst, spread (both)",
+    )
+    parser.add_argument(
+        "--spread", type=float, default=2.0, help="seconds the spread arrivals span (2)"
+    )
+    parser.add_argument(
+        "--newcomers", type=int, default=5, help="turns started one by one mid-load (5)"
+    )
+    parser.add_argument("--alone", type=int, default=3, help="baseline turns run alone (3)")
+    options = parser.parse_args(argv)
+    options.arrivals = [p.strip() for p in options.arrivals.split(",") if p.strip()]
+    for pattern in options.arrivals:
+        if pattern not in ARRIVALS:
+            parser.error(f"unknown arrival pattern {pattern!r}: use {', '.join(ARRIVALS)}")
+    if options.chats < 2 or options.alone < 1:
+        parser.error("--chats needs at least 2 and --alone at least 1")
+    return options
 
 
 def _paced_model() -> tuple[subprocess.Popen[str], str]:
@@ -109,8 +102,8 @@ def _paced_model() -> tuple[subprocess.Popen[str], str]:
     return proc, line.removeprefix("URL=").strip()
 
 
-async def _alone(url: str, seats: list[ChatSeat]) -> _Turns:
-    turns = _Turns()
+async def _alone(url: str, seats: list[ChatSeat], label: str = "alone") -> Turns:
+    turns = Turns(label, TOOLS_PER_TURN)
     for seat in seats:
         try:
             outcome: TurnRecord | BaseException = await chat_turn(
@@ -122,27 +115,92 @@ async def _alone(url: str, seats: list[ChatSeat]) -> _Turns:
     return turns
 
 
-async def _together(url: str, seats: list[ChatSeat]) -> _Turns:
-    start = StartLine(len(seats))
-    outcomes = await asyncio.gather(
-        *(
-            chat_turn(url, seat, _TURN_TEXT, timeout=_TURN_TIMEOUT, model=MODEL, start=start)
-            for seat in seats
-        ),
-        return_exceptions=True,
-    )
-    turns = _Turns()
+class _StartCpu:
+    """The server's CPU from the first send until every load turn had its first token."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid, self._begin = pid, 0.0
+        self.seconds: float | None = None
+
+    def begin(self) -> None:
+        self._begin = process_cpu_seconds(self._pid)
+
+    def end(self) -> None:
+        self.seconds = process_cpu_seconds(self._pid) - self._begin
+
+
+async def _together(
+    url: str,
+    seats: list[ChatSeat],
+    *,
+    server_pid: int,
+    offsets: list[float] | None = None,
+    newcomers: list[ChatSeat] | None = None,
+    windows: tuple[CpuWindow, ...] = (),
+    label: str = "burst",
+) -> tuple[Turns, Turns, float | None, int]:
+    """Run ``seats`` as one load (sent at ``offsets`` after all connect) and the newcomers.
+
+    Returns the load's turns, the newcomers', the server CPU seconds until every load
+    turn had its first token (None if some never did), and when that was (time_ns).
+    ``windows`` all start at the first send; the first stops when the load's last turn
+    ends (the load's own span: newcomers that outlast it would dilute its share of a
+    core), the others when the newcomers' do too (all the CPU, for the per-turn figures).
+    """
+    newcomers = newcomers or []
+    start = StartLine(len(seats) + len(newcomers))
+    start_cpu = _StartCpu(server_pid)
+    tokens = FirstTokens(len(seats), start_cpu.end)
+    load = [
+        chat_turn(
+            url,
+            seat,
+            _TURN_TEXT,
+            timeout=_TURN_TIMEOUT,
+            model=MODEL,
+            start=start,
+            delay=delay,
+            on_first_delta=tokens.arrived,
+        )
+        for seat, delay in zip(seats, offsets or [0.0] * len(seats), strict=True)
+    ]
+    late = [
+        chat_turn(
+            url,
+            seat,
+            _TURN_TEXT,
+            timeout=_TURN_TIMEOUT,
+            model=MODEL,
+            start=NewcomerGate(start, tokens, after=_NEWCOMER_FIRST + i * _NEWCOMER_GAP),
+        )
+        for i, seat in enumerate(newcomers)
+    ]
+    load_running = asyncio.gather(*load, return_exceptions=True)
+    late_running = asyncio.gather(*late, return_exceptions=True)
+    await start.wait()  # waits first, so it wakes before any client sends
+    for window in windows:
+        window.start()
+    start_cpu.begin()
+    outcomes = await load_running
+    if windows:
+        windows[0].stop()  # the load's own window ends with its last turn
+    late_outcomes = await late_running
+    for window in windows[1:]:
+        window.stop()
+    turns, late_turns = Turns(label, TOOLS_PER_TURN), Turns(f"{label} newcomer", TOOLS_PER_TURN)
     for seat, outcome in zip(seats, outcomes, strict=True):
         turns.add(seat, outcome)
-    return turns
+    for seat, outcome in zip(newcomers, late_outcomes, strict=True):
+        late_turns.add(seat, outcome)
+    return turns, late_turns, start_cpu.seconds, tokens.at_ns
 
 
-def _p(values: list[float], q: int) -> str:
-    return f"{percentile(values, q):.0f}" if len(values) >= 2 else "n/a"
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    options = _options(sys.argv[1:] if argv is None else argv)
+    chats, late = options.chats, options.newcomers
+    per_load = chats + late
     model_proc, model_url = _paced_model()
+    loads: list[Load] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             server = make_server(
@@ -153,85 +211,68 @@ def main() -> None:
                 OPENPROGRAM_MODELS=MODEL,
             )
             server.create_users()
-            seats = chat_seats_create(server, count=1 + _ALONE_TURNS + _CHATS, model=MODEL)
+            seats = chat_seats_create(
+                server, count=1 + options.alone + per_load * len(options.arrivals), model=MODEL
+            )
             daphne_start(server)
             assert server.proc is not None
             pid = server.proc.pid
+            pids = {SERVER: pid, MODEL_SERVER: model_proc.pid}
             try:
                 asyncio.run(_alone(server.url, seats[:1]))  # the first call imports litellm
-                alone = asyncio.run(_alone(server.url, seats[1 : 1 + _ALONE_TURNS]))
-                rss_before = process_rss_bytes(pid)
-                cpu_before, started = process_cpu_seconds(pid), time.perf_counter()
-                load = asyncio.run(_together(server.url, seats[1 + _ALONE_TURNS :]))
-                wall = time.perf_counter() - started
-                cpu = process_cpu_seconds(pid) - cpu_before
-                rss_after, rss_peak = process_rss_bytes(pid), process_peak_rss_bytes(pid)
+                alone_cpu = CpuWindow(pids)
+                alone_cpu.start()
+                lone = asyncio.run(_alone(server.url, seats[1 : 1 + options.alone]))
+                alone_cpu.stop()
+                alone = Alone(lone, options.alone, alone_cpu, process_rss_bytes(pid))
+                rest = seats[1 + options.alone :]
+                for index, pattern in enumerate(options.arrivals):
+                    mine = rest[index * per_load : (index + 1) * per_load]
+                    span, cpu = CpuWindow(pids), CpuWindow(pids)
+                    turns, newcomers, start_cpu, all_at = asyncio.run(
+                        _together(
+                            server.url,
+                            mine[:chats],
+                            server_pid=pid,
+                            offsets=arrival_offsets(pattern, chats, window=options.spread),
+                            newcomers=mine[chats:],
+                            windows=(span, cpu),
+                            label=pattern,
+                        )
+                    )
+                    by_then = turns.pieces_before(all_at) + newcomers.pieces_before(all_at)
+                    loads.append(
+                        Load(
+                            pattern,
+                            turns,
+                            newcomers,
+                            span,
+                            cpu,
+                            start_cpu,
+                            by_then,
+                            process_peak_rss_bytes(pid),
+                        )
+                    )
             finally:
                 server.stop()
     finally:
         if model_proc.stdin is not None:
             model_proc.stdin.close()
         model_proc.wait(timeout=10)
-    alone_ttft = statistics.median(alone.first_token_ms) if alone.first_token_ms else 0.0
-    load_p95 = percentile(load.first_token_ms, 95) if len(load.first_token_ms) >= 2 else 0.0
+    heads = {
+        "burst": f"{chats} at once (burst)",
+        "spread": f"{chats} spread over {options.spread:g} s",
+    }
     print_table(
-        f"Streaming load: {_CHATS} simultaneous chats, {_TOKENS_PER_TURN} text pieces at "
+        f"Streaming load: {chats} simultaneous chats, {_TOKENS_PER_TURN} text pieces at "
         f"{_TOKENS_PER_SECOND}/s + {TOOLS_PER_TURN} tool calls per turn, through HTTP and "
         "litellm, one daphne process",
-        ["measure", "turn alone", f"{_CHATS} at once", "target"],
-        [
-            [
-                "turns completed",
-                f"{alone.completed} of {_ALONE_TURNS}",
-                f"{load.completed} of {_CHATS}",
-                "all",
-            ],
-            [
-                "text pieces delivered",
-                f"{alone.pieces} of {_ALONE_TURNS * _TOKENS_PER_TURN}",
-                f"{load.pieces} of {_CHATS * _TOKENS_PER_TURN}",
-                "all",
-            ],
-            ["time to first token p50 (ms)", f"{alone_ttft:.0f}", _p(load.first_token_ms, 50), ""],
-            [
-                "time to first token p95 (ms)",
-                _p(alone.first_token_ms, 95),
-                f"{load_p95:.0f} ({load_p95 / alone_ttft:.2f}× alone)" if alone_ttft else "n/a",
-                "≤ 2× alone",
-            ],
-            [
-                "added latency per piece p50 (ms)",
-                _p(alone.piece_latency_ms, 50),
-                _p(load.piece_latency_ms, 50),
-                "",
-            ],
-            [
-                "added latency per piece p99 (ms)",
-                _p(alone.piece_latency_ms, 99),
-                _p(load.piece_latency_ms, 99),
-                "≤ 50",
-            ],
-            [
-                "server CPU per turn (ms)",
-                "",
-                f"{cpu * 1000 / _CHATS:.0f}",
-                "",
-            ],
-            [
-                "server CPU over the load (% of one core)",
-                "",
-                f"{100 * cpu / wall:.0f} % over {wall:.1f} s",
-                "≤ 50 %",
-            ],
-            [
-                "server resident memory (MiB)",
-                f"{rss_before / _MIB:.0f}",
-                f"{rss_after / _MIB:.0f} (peak {rss_peak / _MIB:.0f})",
-                "",
-            ],
-        ],
+        ["measure", f"turn alone ({options.alone})", *(heads[x.pattern] for x in loads), "target"],
+        rows(alone, loads, chats=chats, late=late, pieces_per_turn=_TOKENS_PER_TURN),
     )
-    failures = alone.failures + load.failures
+    failures = alone.turns.failures + [
+        line for load in loads for line in load.turns.failures + load.newcomers.failures
+    ]
     if failures:
         print(f"WARNING: {len(failures)} turn(s) did not complete:", flush=True)
         for line in failures[:20]:

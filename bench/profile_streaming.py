@@ -25,11 +25,13 @@ from pathlib import Path
 from bench._paced_model import MODEL
 from bench._proc import process_cpu_seconds
 from bench._ws import chat_seats_create, daphne_start
-from bench.bench_streaming_load import _CHATS, _alone, _paced_model, _together
+from bench.bench_streaming_load import _alone, _paced_model, _together
 from bench.profile_turn import _RATE, _py_spy, _summarise
 from tests.servers import make_server
 
 __all__ = ["main"]
+
+_CHATS = 100
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -63,7 +65,9 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 time.sleep(1.0)  # py-spy attaches
                 cpu_before = process_cpu_seconds(server.proc.pid)
-                load = asyncio.run(_together(server.url, seats[1:]))
+                load, _, _, _ = asyncio.run(
+                    _together(server.url, seats[1:], server_pid=server.proc.pid)
+                )
                 cpu = process_cpu_seconds(server.proc.pid) - cpu_before
                 recorder.send_signal(2)  # SIGINT: py-spy writes what it has and exits
                 recorder.wait(timeout=30)

@@ -37,6 +37,8 @@ __all__ = [
     "FakeOpenAIServer",
     "FakeReply",
     "error_reply",
+    "sse_chunks",
+    "stamped_chunk",
     "text_reply",
     "tool_calls_reply",
 ]
@@ -99,7 +101,15 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _sse_chunks(reply: FakeReply, model: str, prompt_chars: int) -> list[dict[str, Any]]:
+def sse_chunks(reply: FakeReply, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON chunks (``data:`` events, before ``[DONE]``) this server streams for ``reply``.
+
+    With ``stamped_tokens``, the stamped pieces (:func:`stamped_chunk`) go between the
+    first chunk (the role) and the rest. ``bench._paced_model`` builds its streams here
+    too, so both speak the same wire format.
+    """
+    model = body.get("model", "fake-model")
+    prompt_chars = len(json.dumps(body.get("messages", [])))
     base = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:8]}",
         "object": "chat.completion.chunk",
@@ -134,6 +144,12 @@ def _sse_chunks(reply: FakeReply, model: str, prompt_chars: int) -> list[dict[st
     }
     chunks.append({**base, "choices": [], "usage": usage})
     return chunks
+
+
+def stamped_chunk(first: dict[str, Any], sent_ns: int) -> dict[str, Any]:
+    """A stamped text piece ``t=<sent_ns>\n``, in the stream whose role chunk is ``first``."""
+    delta = {"content": f"{STAMP_PREFIX}{sent_ns}\n"}
+    return {**first, "choices": [{"index": 0, "delta": delta}]}
 
 
 class _Server(ThreadingHTTPServer):
@@ -235,8 +251,7 @@ class FakeOpenAIServer:
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                prompt_chars = len(json.dumps(body.get("messages", [])))
-                chunks = _sse_chunks(reply, body.get("model", "fake-model"), prompt_chars)
+                chunks = sse_chunks(reply, body)
                 if reply.stamped_tokens:
                     self._stream_stamped(reply, chunks[0])
                     chunks = chunks[1:]
@@ -264,8 +279,7 @@ class FakeOpenAIServer:
                 for _ in range(reply.stamped_tokens):
                     due += gap
                     time.sleep(max(0.0, due - time.monotonic()))
-                    delta = {"content": f"{STAMP_PREFIX}{time.time_ns()}\n"}
-                    piece = {**first, "choices": [{"index": 0, "delta": delta}]}
+                    piece = stamped_chunk(first, time.time_ns())
                     self.wfile.write(f"data: {json.dumps(piece)}\n\n".encode())
                     self.wfile.flush()
 
