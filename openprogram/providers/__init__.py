@@ -1,4 +1,4 @@
-"""Model providers: every model call goes through litellm, the offline model included."""
+"""Model providers: litellm resolves every model; OpenAI-compatible calls are sent by us."""
 
 from openprogram.providers.context_window import (
     FALLBACK_CONTEXT_TOKENS,

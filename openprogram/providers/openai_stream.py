@@ -28,13 +28,17 @@ from openprogram.agent.types import ToolCall
 
 __all__ = [
     "ChunkAssembler",
+    "SSEEvents",
     "StreamBroken",
+    "check_finish",
     "litellm_stream_texts",
     "openai_http_response",
     "openai_stream_texts",
+    "parse_chunk",
 ]
 
 _BROKEN_FINISH = ("error", "abort")
+_decode = json.JSONDecoder().decode
 _QUOTED_CHARS = 200
 
 
@@ -72,6 +76,8 @@ class ChunkAssembler:
 
     def text(self, chunk: Any) -> str:
         """Add one chunk; return the text it carries."""
+        if type(chunk) is dict:
+            return self._dict_text(chunk)
         usage = _get(chunk, "usage")
         if usage:
             self.usage = _usage_counts(usage)
@@ -85,6 +91,27 @@ class ChunkAssembler:
             if fragments:
                 self._add_calls(fragments)
             content = _get(delta, "content")
+            if content:
+                text += content
+        return text
+
+    def _dict_text(self, chunk: dict[str, Any]) -> str:
+        """:meth:`text` for a parsed chunk (plain dicts: no per-field type checks)."""
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = _usage_counts(usage)
+        text = ""
+        for choice in chunk.get("choices") or ():
+            if type(choice) is not dict:
+                continue
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+            delta = choice.get("delta")
+            if type(delta) is not dict:
+                continue
+            fragments = delta.get("tool_calls")
+            if fragments:
+                self._add_calls(fragments)
+            content = delta.get("content")
             if content:
                 text += content
         return text
@@ -131,7 +158,7 @@ def openai_http_response(response: Any) -> Any | None:
     return http
 
 
-class _SSEEvents:
+class SSEEvents:
     """Server-sent events from network reads: the ``data`` of each complete event."""
 
     def __init__(self) -> None:
@@ -139,6 +166,18 @@ class _SSEEvents:
         self._data: list[bytes] = []
 
     def feed(self, read: bytes) -> list[bytes]:
+        if self._tail or self._data or not read.endswith(b"\n\n") or b"\r" in read:
+            return self._feed_lines(read)
+        # The usual read: whole ``data: {...}`` events, one line each (no per-line loop).
+        events = []
+        for block in read[:-2].split(b"\n\n"):
+            if block.startswith(b"data: ") and b"\n" not in block:
+                events.append(block[6:])
+            else:
+                events.extend(self._feed_lines(block + b"\n\n"))
+        return events
+
+    def _feed_lines(self, read: bytes) -> list[bytes]:
         lines = (self._tail + read).split(b"\n")
         self._tail = lines.pop()
         events = []
@@ -156,10 +195,10 @@ class _SSEEvents:
         return events
 
 
-def _chunk(data: bytes) -> dict[str, Any]:
+def parse_chunk(data: bytes) -> dict[str, Any]:
     try:
-        chunk = json.loads(data)
-    except ValueError as exc:
+        chunk = _decode(data.decode())  # json.loads minus its encoding sniffing
+    except ValueError as exc:  # UnicodeDecodeError included
         raise StreamBroken(f"a stream chunk is not JSON ({exc}): {data[:_QUOTED_CHARS]!r}") from exc
     if not isinstance(chunk, dict):
         raise StreamBroken(f"a stream chunk is not a JSON object: {data[:_QUOTED_CHARS]!r}")
@@ -170,7 +209,7 @@ def _chunk(data: bytes) -> dict[str, Any]:
     return chunk
 
 
-def _check_finish(assembler: ChunkAssembler) -> None:
+def check_finish(assembler: ChunkAssembler) -> None:
     if assembler.finish_reason in _BROKEN_FINISH:
         raise StreamBroken(f"the model stopped with finish reason {assembler.finish_reason!r}")
 
@@ -178,7 +217,7 @@ def _check_finish(assembler: ChunkAssembler) -> None:
 async def openai_stream_texts(http: Any, assembler: ChunkAssembler) -> AsyncIterator[str]:
     """The text of an OpenAI chat stream, one item per network read (all the text of the
     chunks that read brought, joined), feeding ``assembler``; closes the response."""
-    events = _SSEEvents()
+    events = SSEEvents()
     done = False
     try:
         try:
@@ -189,7 +228,7 @@ async def openai_stream_texts(http: Any, assembler: ChunkAssembler) -> AsyncIter
                         done = True
                         break
                     try:
-                        texts.append(assembler.text(_chunk(data)))
+                        texts.append(assembler.text(parse_chunk(data)))
                     except StreamBroken as exc:  # the text before it still goes out first
                         broken = exc
                         break
@@ -198,7 +237,7 @@ async def openai_stream_texts(http: Any, assembler: ChunkAssembler) -> AsyncIter
                     yield text
                 if broken is not None:
                     raise broken
-                _check_finish(assembler)
+                check_finish(assembler)
                 if done:
                     break
         except StreamBroken:

@@ -11,7 +11,14 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ProviderError", "ProviderErrorKind", "RetryPolicy", "classify_provider_error"]
+__all__ = [
+    "ProviderError",
+    "ProviderErrorKind",
+    "RetryPolicy",
+    "classify_provider_error",
+    "kind_for_status",
+    "retry_after_seconds",
+]
 
 ProviderErrorKind = Literal[
     "provider_unavailable", "provider_auth", "provider_bad_request", "provider_error"
@@ -77,7 +84,11 @@ def classify_provider_error(error: BaseException) -> ProviderErrorKind:
 
     Names rather than classes so this module never imports litellm; subclasses
     (ContextWindowExceededError is a BadRequestError) are matched most-specific first.
+    Errors of our own OpenAI transport carry their kind (``provider_error_kind``).
     """
+    own = getattr(error, "provider_error_kind", None)
+    if own is not None:
+        return own
     for cls in type(error).__mro__:
         name = cls.__name__
         if name in _AUTH:
@@ -86,6 +97,45 @@ def classify_provider_error(error: BaseException) -> ProviderErrorKind:
             return "provider_bad_request"
         if name in _TRANSIENT:
             return "provider_unavailable"
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and status >= 400:
+        # A generic APIError still says what the server answered (litellm maps 403 so).
+        return kind_for_status(status)
     if isinstance(error, TimeoutError | ConnectionError):
         return "provider_unavailable"
     return "provider_error"
+
+
+def kind_for_status(status: int) -> ProviderErrorKind:
+    """The kind of an HTTP error status: auth, retryable, or a request that cannot succeed."""
+    if status in (401, 403):
+        return "provider_auth"
+    if status in (408, 409, 429) or status >= 500:
+        return "provider_unavailable"
+    if 400 <= status < 500:
+        return "provider_bad_request"  # 400 (context length too), 404 model, 413, 422
+    return "provider_error"
+
+
+MAX_RETRY_AFTER = 30.0
+"""Longest Retry-After (seconds) a turn waits out; a longer one is reported at once."""
+
+
+def retry_after_seconds(error: BaseException) -> float | None:
+    """The wait a 429/503 asked for (``Retry-After`` in seconds), if it said one.
+
+    Our transport's errors carry it as ``retry_after``; litellm's exceptions keep the
+    provider's HTTP response (``response.headers``). An HTTP-date form is ignored.
+    """
+    value = getattr(error, "retry_after", None)
+    if value is None:
+        headers = getattr(getattr(error, "response", None), "headers", None)
+        try:
+            value = headers.get("retry-after") if headers is not None else None
+        except Exception:  # a response object without real headers: no hint
+            value = None
+    try:
+        seconds = float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds is not None and seconds >= 0 else None

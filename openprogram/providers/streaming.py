@@ -1,34 +1,47 @@
-"""One streamed model call through litellm: text pieces out, tool calls assembled.
+"""One streamed model call: text pieces out, tool calls assembled.
 
 :func:`stream_chat` is the only way the agent loop talks to a model, the offline
 model included (served in process with the same wire request; litellm's per-call
 work would cost more than the whole scripted reply). Transient failures are retried
 before anything has been streamed; after retries, or for failures that cannot
 succeed on retry, it raises :class:`~openprogram.providers.retry.ProviderError`.
-Setting ``cancel`` ends the stream quietly at once. litellm sends the request; how the
-reply's stream is read (our own SSE parsing for OpenAI-compatible streams, litellm's
-wrapper for the rest) is :mod:`openprogram.providers.openai_stream`.
+Setting ``cancel`` ends the stream quietly at once.
+
+Who sends the request: for a model litellm sends as a plain OpenAI Chat Completions
+call (:mod:`openprogram.providers.openai_route`, resolved once per model and
+connection), OpenProgram sends and reads it (:mod:`openprogram.providers.openai_http`);
+``OPENPROGRAM_OPENAI_TRANSPORT=litellm`` and every other provider use litellm's
+``acompletion``, its reply read by :mod:`openprogram.providers.openai_stream`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, TypeVar
 
 from openprogram.agent.types import AgentTool, Message, ToolCall
 from openprogram.providers._litellm_setup import load_litellm_async
 from openprogram.providers.offline import offline_stream
+from openprogram.providers.openai_route import OpenAIRoute, openai_route
 from openprogram.providers.openai_stream import (
     ChunkAssembler,
     litellm_stream_texts,
     openai_http_response,
     openai_stream_texts,
 )
-from openprogram.providers.retry import ProviderError, RetryPolicy, classify_provider_error
+from openprogram.providers.retry import (
+    MAX_RETRY_AFTER,
+    ProviderError,
+    RetryPolicy,
+    classify_provider_error,
+    retry_after_seconds,
+)
 from openprogram.providers.routing import connection_kwargs, is_offline, litellm_model_name
 
 __all__ = ["ProviderDelta", "messages_to_wire", "stream_chat"]
@@ -171,6 +184,24 @@ class _CancelRace:
                 reader.cancel()
                 await asyncio.wait({reader})
 
+    def stopped(self) -> bool:
+        """True once ``cancel`` is set (then the stream ends without its ``done`` item)."""
+        if self._cancel is not None and self._cancel.is_set():
+            self.cancelled = True
+        return self.cancelled
+
+    def on_stop(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` as soon as ``cancel`` is set (at once if it already is)."""
+        if self._cancel is None:
+            return
+
+        def stop(_: object) -> None:
+            if self._cancel is not None and self._cancel.is_set():  # not close()'s cancel
+                self.cancelled = True
+                callback()
+
+        self._stop_waiter().add_done_callback(stop)
+
     def close(self) -> None:
         if self._stop is not None:
             self._stop.cancel()
@@ -193,57 +224,114 @@ async def stream_chat(
     api_key: str | None = None,
 ) -> AsyncIterator[ProviderDelta]:
     """Stream one model reply. The last item has ``done=True`` unless cancelled first."""
+    wire_tools = [tool.to_wire() for tool in tools]
     if is_offline(model):
-        wire_tools = [tool.to_wire() for tool in tools]
         async for delta in offline_stream(messages_to_wire(messages), wire_tools, cancel):
             yield delta
         return
     litellm = await load_litellm_async()
     retry = retry or RetryPolicy.from_env()
-    kwargs: dict[str, Any] = {
-        "model": litellm_model_name(model),
-        "messages": messages_to_wire(messages),
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        # Retries are ours (with our backoff and error kinds), not litellm's or the SDK's.
-        "num_retries": 0,
-        "max_retries": 0,
-        "timeout": timeout
-        or float(os.environ.get("OPENPROGRAM_PROVIDER_TIMEOUT", _DEFAULT_TIMEOUT)),
-        **connection_kwargs(model, api_base=api_base, api_key=api_key),
-    }
-    if tools:
-        kwargs["tools"] = [tool.to_wire() for tool in tools]
-    race = _CancelRace(cancel)
+    timeout = timeout or float(os.environ.get("OPENPROGRAM_PROVIDER_TIMEOUT", _DEFAULT_TIMEOUT))
+    connection = connection_kwargs(model, api_base=api_base, api_key=api_key)
+    name = litellm_model_name(model)
     try:
-        async for delta in _attempts(litellm, kwargs, model, retry, race):
+        route = openai_route(
+            litellm, name, api_base=connection.get("api_base"), api_key=connection.get("api_key")
+        )
+    except ValueError as error:  # a misspelt OPENPROGRAM_OPENAI_TRANSPORT: said, not raised
+        raise ProviderError("provider_bad_request", str(error)) from error
+    race = _CancelRace(cancel)
+    if route is not None:
+        # Imported here: aiohttp comes with litellm anyway, and an offline-only server needs neither.
+        from openprogram.providers import openai_http
+
+        body = openai_http.request_body(route, messages_to_wire(messages), wire_tools)
+        start = _own_call(openai_http, route, body, timeout, race)
+    else:
+        kwargs: dict[str, Any] = {
+            "model": name,
+            "messages": messages_to_wire(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # Retries are ours (with our backoff and error kinds), not litellm's or the SDK's.
+            "num_retries": 0,
+            "max_retries": 0,
+            "timeout": timeout,
+            **connection,
+        }
+        if wire_tools:
+            kwargs["tools"] = wire_tools
+        start = _litellm_call(litellm, kwargs, race)
+    try:
+        async for delta in _attempts(start, model, retry, race):
             yield delta
     finally:
         race.close()
 
 
+_Start = Callable[[ChunkAssembler], Awaitable[AsyncIterator[str] | None]]
+"""Sends one attempt's request; the reply's texts, or None when Stop came first."""
+
+
+def _litellm_call(litellm: Any, kwargs: dict[str, Any], race: _CancelRace) -> _Start:
+    async def start(assembler: ChunkAssembler) -> AsyncIterator[str] | None:
+        finished, response = await race.run(litellm.acompletion(**kwargs))
+        if not finished:
+            return None
+        http = openai_http_response(response)
+        texts = (
+            openai_stream_texts(http, assembler)
+            if http is not None
+            else litellm_stream_texts(response, assembler)
+        )
+        return race.stream(texts)
+
+    return start
+
+
+def _own_call(
+    http: ModuleType, route: OpenAIRoute, body: bytes, timeout: float, race: _CancelRace
+) -> _Start:
+    async def start(assembler: ChunkAssembler) -> AsyncIterator[str] | None:
+        finished, response = await race.run(http.open_stream(route, body, timeout))
+        if not finished:
+            return None
+        assert response is not None
+        # Stop fails the pending read (no reader task to cancel) and the stream closes.
+        race.on_stop(lambda: response.content.set_exception(http.StreamStopped()))
+        return http.stream_texts(response, assembler, timeout)
+
+    return start
+
+
+def _retry_delay(error: Exception, attempt: int, retry: RetryPolicy) -> float | None:
+    """Seconds to wait before the next try, or None when the server asked for too long."""
+    delay = retry.delay_before(attempt + 1)
+    asked = retry_after_seconds(error)
+    if asked is None:
+        return delay
+    return max(delay, asked) if asked <= MAX_RETRY_AFTER else None
+
+
 async def _attempts(
-    litellm: Any, kwargs: dict[str, Any], model: str, retry: RetryPolicy, race: _CancelRace
+    start: _Start, model: str, retry: RetryPolicy, race: _CancelRace
 ) -> AsyncIterator[ProviderDelta]:
     attempt = 0
     while True:
         attempt += 1
         streamed = False
         try:
-            finished, response = await race.run(litellm.acompletion(**kwargs))
-            if not finished:
-                return
             assembler = ChunkAssembler()
-            http = openai_http_response(response)
-            texts = (
-                openai_stream_texts(http, assembler)
-                if http is not None
-                else litellm_stream_texts(response, assembler)
-            )
-            async for text in race.stream(texts):
-                streamed = True
-                yield ProviderDelta(text=text)
-            if race.cancelled:
+            texts = await start(assembler)
+            if texts is None:
+                return
+            async with contextlib.aclosing(texts):  # the connection goes back at once
+                async for text in texts:
+                    if race.stopped():
+                        break
+                    streamed = True
+                    yield ProviderDelta(text=text)
+            if race.stopped():
                 return
             yield ProviderDelta(
                 done=True,
@@ -256,8 +344,10 @@ async def _attempts(
             kind = classify_provider_error(error)
             # A retry after text went out would repeat that text to the user.
             if kind == "provider_unavailable" and not streamed and attempt < retry.attempts:
-                finished, _ = await race.run(asyncio.sleep(retry.delay_before(attempt + 1)))
-                if not finished:
-                    return
-                continue
+                delay = _retry_delay(error, attempt, retry)
+                if delay is not None:
+                    finished, _ = await race.run(asyncio.sleep(delay))
+                    if not finished:
+                        return
+                    continue
             raise ProviderError(kind, _error_message(error, model), attempts=attempt) from error

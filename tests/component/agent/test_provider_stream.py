@@ -1,8 +1,10 @@
-"""Reading a model's stream against the real fake OpenAI server, through litellm's request.
+"""Reading a model's stream against the real fake OpenAI server.
 
-``openai/`` models (OpenAI-compatible servers) are read by our own SSE parser; other
-providers (here ``hosted_vllm/``, same wire) through litellm's stream wrapper. Both must
-give the same text, tool calls, finish reason and usage, and fail the same way.
+``openai/`` models (OpenAI-compatible servers) are sent and read by OpenProgram (or, with
+``OPENPROGRAM_OPENAI_TRANSPORT=litellm``, sent by litellm and read by our SSE parser);
+other providers (here ``hosted_vllm/``, same wire) go through litellm's stream wrapper.
+All must give the same text, tool calls, finish reason and usage, and fail the same way.
+test_provider_transports.py runs the full matrix over both transports.
 """
 
 from __future__ import annotations
@@ -69,10 +71,12 @@ async def test_both_paths_give_the_same_text_tool_calls_finish_and_exact_usage(f
     assert fake_openai.requests[0]["stream_options"] == {"include_usage": True}
 
 
-async def test_an_openai_stream_is_read_without_litellms_per_chunk_wrapper(
+async def test_an_openai_stream_sent_by_litellm_is_read_without_its_per_chunk_wrapper(
     fake_openai, monkeypatch
 ):
     from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+    monkeypatch.setenv("OPENPROGRAM_OPENAI_TRANSPORT", "litellm")
 
     def refuse(self):
         raise AssertionError("litellm's stream wrapper was iterated")

@@ -1,0 +1,175 @@
+"""OpenProgram's own OpenAI transport: which calls it takes, its setting, its connections.
+
+test_provider_transports.py checks the behaviour both transports share; this checks what
+only ours has: the cached route litellm resolves, the connection pool, Stop closing the
+connection of a stream still running (against a real keep-alive aiohttp.web server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from openprogram.agent.types import Message
+from openprogram.providers import ProviderError, stream_chat
+from openprogram.providers._litellm_setup import load_litellm
+from openprogram.providers.openai_route import openai_route
+from tests.component.agent.conftest import FAKE_MODEL, FAST_RETRY
+
+
+async def _collect(**kwargs):
+    deltas = []
+    try:
+        async for delta in stream_chat(
+            model=FAKE_MODEL,
+            messages=[Message(role="user", content="hi")],
+            retry=FAST_RETRY,
+            **kwargs,
+        ):
+            deltas.append(delta)
+    except ProviderError as error:
+        return deltas, error
+    return deltas, None
+
+
+async def _drain(stream):
+    return [delta async for delta in stream]
+
+
+def _text(deltas) -> str:
+    return "".join(d.text for d in deltas)
+
+
+def test_openai_calls_get_our_route_once_and_other_models_stay_on_litellm(monkeypatch):
+    monkeypatch.delenv("OPENPROGRAM_OPENAI_TRANSPORT", raising=False)
+    litellm = load_litellm()
+    resolved = []
+    real = litellm.get_llm_provider
+
+    def spy(*args, **kwargs):
+        resolved.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "get_llm_provider", spy)
+    base = "http://127.0.0.1:9/v1"
+
+    def route(model, key="k"):
+        return openai_route(litellm, model, api_base=base, api_key=key)
+
+    first = route("openai/served-model")
+    assert first is not None and first.url == base + "/chat/completions"
+    assert first.model == "served-model" and "k" not in repr(first)
+    assert route("openai/served-model") is first
+    assert resolved.count("openai/served-model") == 1  # cached: litellm asked once
+    assert route("openai/gpt-4o-mini") is not None
+    # Models litellm rewrites, other providers, and calls without a key stay on litellm.
+    for model in ("openai/o3-mini", "openai/gpt-5", "hosted_vllm/x", "anthropic/claude-x"):
+        assert route(model) is None, model
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert route("openai/served-model", key=None) is None
+    monkeypatch.setenv("OPENPROGRAM_OPENAI_TRANSPORT", "litellm")
+    assert route("openai/served-model") is None
+    monkeypatch.setenv("OPENPROGRAM_OPENAI_TRANSPORT", "curl")
+    with pytest.raises(ValueError, match="OPENPROGRAM_OPENAI_TRANSPORT"):
+        route("openai/served-model")
+
+
+async def test_a_misspelt_transport_setting_fails_the_call_readably(fake_openai, monkeypatch):
+    monkeypatch.setenv("OPENPROGRAM_OPENAI_TRANSPORT", "curl")
+
+    deltas, error = await _collect()
+
+    assert deltas == [] and error is not None and error.kind == "provider_bad_request"
+    assert "OPENPROGRAM_OPENAI_TRANSPORT must be 'openprogram' or 'litellm'" in error.message
+    assert fake_openai.requests == []
+
+
+def _sse(chunk: dict) -> bytes:
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+@pytest.fixture
+async def keep_alive_server():
+    """A real keep-alive HTTP/1.1 server (aiohttp.web, chunked replies): the client port of
+    every request, and whether a held-open reply saw its client go away."""
+    from aiohttp import web
+
+    state = {"peers": [], "hold": False, "client_gone": asyncio.Event()}
+
+    async def chat(request):
+        state["peers"].append(request.transport.get_extra_info("peername"))
+        await request.read()
+        reply = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await reply.prepare(request)
+        await reply.write(_sse({"choices": [{"index": 0, "delta": {"content": "Hello"}}]}))
+        while state["hold"]:  # a model still streaming, until its client goes away
+            await asyncio.sleep(0.02)
+            try:
+                await reply.write(b": still thinking\n\n")
+            except (ConnectionResetError, RuntimeError):
+                state["client_gone"].set()
+                return reply
+        await reply.write(_sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+        await reply.write(b"data: [DONE]\n\n")
+        await reply.write_eof()
+        return reply
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    state["api_base"] = f"http://127.0.0.1:{port}/v1"
+    yield state
+    await runner.cleanup()
+
+
+async def test_a_finished_stream_hands_its_connection_to_the_next_call(
+    keep_alive_server, monkeypatch
+):
+    monkeypatch.delenv("OPENPROGRAM_OPENAI_TRANSPORT", raising=False)
+
+    for _ in range(3):
+        deltas, error = await _collect(api_base=keep_alive_server["api_base"], api_key="k")
+        assert error is None and _text(deltas) == "Hello" and deltas[-1].done
+
+    peers = keep_alive_server["peers"]
+    assert len(peers) == 3 and len(set(peers)) == 1  # one pooled connection, three calls
+
+
+async def test_stop_closes_the_connection_of_a_stream_still_running(keep_alive_server, monkeypatch):
+    monkeypatch.delenv("OPENPROGRAM_OPENAI_TRANSPORT", raising=False)
+    keep_alive_server["hold"] = True
+    cancel = asyncio.Event()
+    stream = stream_chat(
+        model=FAKE_MODEL,
+        messages=[Message(role="user", content="hi")],
+        cancel=cancel,
+        api_base=keep_alive_server["api_base"],
+        api_key="k",
+    )
+
+    first = await asyncio.wait_for(anext(stream), timeout=10)
+    cancel.set()
+    rest = await asyncio.wait_for(_drain(stream), timeout=5)
+
+    assert first.text == "Hello" and rest == []
+    await asyncio.wait_for(keep_alive_server["client_gone"].wait(), timeout=5)
+
+
+async def test_a_netrc_entry_for_the_model_host_does_not_clash_with_the_key(
+    keep_alive_server, monkeypatch, tmp_path
+):
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password elsewhere\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.delenv("OPENPROGRAM_OPENAI_TRANSPORT", raising=False)
+
+    deltas, error = await _collect(api_base=keep_alive_server["api_base"], api_key="k")
+
+    assert error is None and _text(deltas) == "Hello"

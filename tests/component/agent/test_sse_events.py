@@ -1,0 +1,36 @@
+"""The SSE reader under both transports: events however the network cut them."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprogram.providers.openai_stream import SSEEvents
+
+STREAM = (
+    b': keep-alive\n\ndata: {"a": 1}\n\nevent: message\nid: 7\ndata: {"b": 2}\n\n'
+    b'data: {"c":\ndata: 3}\n\ndata:{"d": 4}\r\n\r\ndata: [DONE]\n\n'
+)
+EVENTS = [b'{"a": 1}', b'{"b": 2}', b'{"c":\n3}', b'{"d": 4}', b"[DONE]"]
+
+
+def _feed_in(cuts: list[int]) -> list[bytes]:
+    events, reader, start = [], SSEEvents(), 0
+    for end in [*cuts, len(STREAM)]:
+        events += reader.feed(STREAM[start:end])
+        start = end
+    return events
+
+
+def test_one_read_holding_every_event_gives_each_events_data():
+    assert _feed_in([]) == EVENTS
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 16, 31])
+def test_events_cut_anywhere_across_reads_come_out_whole(size):
+    assert _feed_in(list(range(size, len(STREAM), size))) == EVENTS
+
+
+def test_reads_of_whole_single_line_events_take_the_quick_way_and_agree():
+    reader = SSEEvents()
+    assert reader.feed(b'data: {"x": 1}\n\ndata: {"y": 2}\n\n') == [b'{"x": 1}', b'{"y": 2}']
+    assert reader.feed(b"data: [DONE]\n\n") == [b"[DONE]"]
