@@ -20,6 +20,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.sessions import InstanceSessionWrapper
 from pydantic import ValidationError
 
 from chat_app.db_batch import run_batched
@@ -85,6 +86,7 @@ def _error_text(exc: ValidationError) -> str:
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     conversation_id: int
     group: str
+    _frame_send: Any = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -203,5 +205,32 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await super().dispatch(message)
 
     async def chat_events(self, message: dict[str, Any]) -> None:
-        for event in message["events"]:
-            await self.send_json(event)
+        """A turn's relayed events: frames the relay encoded once for every tab."""
+        send = self._frame_send or self.base_send
+        for frame in message["frames"]:
+            await send({"type": "websocket.send", "text": frame})
+
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        await super().websocket_connect(message)
+        self._frame_send = _socket_send(self.base_send)
+        receive_directly = getattr(self.channel_layer, "receive_directly", None)
+        if getattr(self, "group", None) and receive_directly is not None:
+            # Connected and caught up: from here the turn's messages are written to this
+            # socket as the relay sends them (chat_app.channel_layer), not dispatched
+            # through the channel's queue and a receive task per message.
+            await receive_directly(self.channel_name, self.dispatch)
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        stop = getattr(self.channel_layer, "stop_receiving_directly", None)
+        if stop is not None:
+            stop(self.channel_name)
+        await super().websocket_disconnect(message)
+
+
+def _socket_send(send: Any) -> Any:
+    """daphne's own send, under Channels' session middleware: its wrapper acts on HTTP
+    responses only (a session save, a cookie) and passes a WebSocket frame through."""
+    wrapper = getattr(send, "__self__", None)
+    if isinstance(wrapper, InstanceSessionWrapper):
+        return wrapper.real_send
+    return send

@@ -4,7 +4,7 @@ A run marked running says nothing about whether anyone still runs it; with sever
 daphne processes only the process that runs it knows. So that process renews
 ``Run.lease_until`` every third of ``CHAT_RUN_LEASE_SECONDS`` (one UPDATE), and
 anyone who finds a running run with an expired lease closes it as orphaned
-(``chat_app.services.run_expire_orphans``). Two renewals may fail or be late before
+(``chat_app.run_lifecycle.run_expire_orphans``). Two renewals may fail or be late before
 the lease runs out.
 """
 

@@ -4,18 +4,25 @@ One channel-layer message carries a list of events, in order: a turn hands over
 what it has in one go, so a tab gets one message per step of the turn rather than
 one per event. (channels-redis puts every socket of a process behind one Redis list
 with one capacity; one message per event filled it under load and the layer
-dropped the rest without a word: tabs that never saw ``turn_finished``.)
+dropped the rest without a word: tabs that never saw ``turn_finished``.) The events
+travel as their WebSocket frames, JSON encoded once here (``frames``), not once per
+tab: a consumer writes them as they are (``chat_app.consumers``).
 
-A fast tool can call ``on_update`` thousands of times a second, so streamed events
-(text deltas, tool output) arriving close together are also merged: the first one
-after a quiet spell goes out at once and opens a short window; those arriving inside
-it wait and go out merged when it closes. Any other event first sends what is
-waiting, so the order tabs see is the order events happened.
+A fast tool can call ``on_update`` thousands of times a second and a model streams
+tens of pieces a second, so streamed events (text deltas, tool output) arriving close
+together are merged: the first one after a quiet spell, or after any other event (so
+the first text of every model call), goes out at once and opens a short window; those
+arriving inside it wait and go out merged when it closes, and the window reopens
+while they keep coming. Pieces that queued while the server was busy reach the relay
+together and go out as one frame. Any other event first sends what is waiting, so the
+order tabs see is the order events happened. The window is a timer, not a task: a
+window that closes with nothing waiting costs one callback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -27,6 +34,7 @@ __all__ = [
     "GroupRelay",
     "coalesce_streamed",
     "group_send_safely",
+    "relay_message",
 ]
 
 _log = logging.getLogger(__name__)
@@ -72,6 +80,11 @@ async def group_send_safely(group: str, message: dict[str, Any]) -> None:
         _log.exception("could not relay to %r", group)
 
 
+def relay_message(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The group message for ``events``: their frames, each JSON encoded once for all tabs."""
+    return {"type": "chat.events", "frames": [json.dumps(event) for event in events]}
+
+
 class GroupRelay:
     """Sends one conversation's events to its group; see the module docstring."""
 
@@ -79,32 +92,56 @@ class GroupRelay:
         self.group = group
         self._waiting: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
-        self._window: asyncio.Task[None] | None = None
+        self._window_until = 0.0
+        """Loop time the open window closes at (0: none open). It gets a timer only when
+        a piece waits in it: a lone piece's window costs nothing."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._flushing: asyncio.Task[None] | None = None
+        """The last window's send, held so the loop's weak reference is not the only one."""
 
     async def send(self, *events: dict[str, Any]) -> None:
         """Send ``events`` (in order) after whatever is waiting; see the module docstring."""
         if not events:
             return
-        # The window check and every send happen under one lock, so no two paths interleave.
         streamed = all(event["type"] in STREAMED for event in events)
+        loop = asyncio.get_running_loop()
+        if streamed and loop.time() < self._window_until:
+            self._waiting.extend(events)
+            if self._timer is None:
+                self._timer = loop.call_at(self._window_until, self._close_window)
+            return
+        # Every send happens under one lock, so no two paths interleave (a send to Redis
+        # waits for the server).
         async with self._lock:
-            if streamed and self._window is not None:
-                self._waiting.extend(events)
-                return
+            # Closed first: a piece arriving while this send waits must queue behind it
+            # on the lock, not join a window that is about to go.
+            self._close_now()
             waiting, self._waiting = self._waiting, []
             await self._send_all(coalesce_streamed([*waiting, *events]))
             if streamed:
-                self._window = asyncio.create_task(self._close_window())
+                self._window_until = loop.time() + RELAY_WINDOW_SECONDS
 
-    async def _close_window(self) -> None:
-        while True:
-            await asyncio.sleep(RELAY_WINDOW_SECONDS)
-            async with self._lock:
-                waiting, self._waiting = self._waiting, []
-                if not waiting:
-                    self._window = None
-                    return
-                await self._send_all(coalesce_streamed(waiting))
+    def _close_now(self) -> None:
+        self._window_until = 0.0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _close_window(self) -> None:
+        self._timer = None
+        self._window_until = 0.0
+        if self._waiting:
+            self._flushing = asyncio.ensure_future(self._send_waiting())
+
+    async def _send_waiting(self) -> None:
+        async with self._lock:
+            waiting, self._waiting = self._waiting, []
+            if not waiting:
+                return
+            self._close_now()
+            await self._send_all(coalesce_streamed(waiting))
+            # More may come: they wait for the next window.
+            self._window_until = asyncio.get_running_loop().time() + RELAY_WINDOW_SECONDS
 
     async def _send_all(self, events: list[dict[str, Any]]) -> None:
-        await group_send_safely(self.group, {"type": "chat.events", "events": events})
+        await group_send_safely(self.group, relay_message(events))

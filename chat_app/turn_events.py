@@ -7,7 +7,9 @@ rows, the model-call ledger) in one database job, batched with other turns' jobs
 of the conversation joins, as one message. So history order is socket order and no
 tab sees an event history lacks. Streamed events alone (text deltas, tool output) are
 the exception: sent at once, written in coalesced batches at most 0.25 s later, so a
-streaming model does not write one row per token.
+streaming model does not write one row per token. A streamed event with nothing queued
+ahead of it skips the pump: buffered and relayed within ``emit``, so a streamed piece
+costs no task of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
-from chat_app.db_batch import run_batched
+from chat_app.db_batch import run_batched, write_only
 from chat_app.relay import STREAMED, GroupRelay, coalesce_streamed
 
 __all__ = ["TurnEvents"]
@@ -41,8 +43,8 @@ class TurnEvents:
         self._pump: asyncio.Task[None] | None = None
         self._history_error: Exception | None = None
         self._handed_seq = 0
-        """Last seq the pump wrote to history (or, streamed, buffered for it)."""
-        self._handed = asyncio.Condition()
+        """Last seq handed over: written to history (or, streamed, buffered for it)."""
+        self._handed_waiters: list[asyncio.Future[None]] = []
         self._buffer: list[dict[str, Any]] = []
         self._buffer_chars = 0
         self._persist_lock = asyncio.Lock()
@@ -62,8 +64,20 @@ class TurnEvents:
         event = {**event, "seq": self.seq, "run_id": self.run_id}
         if event["type"] == "model_call":  # its ledger row is written with it (_history_write)
             self._run_cost += float(event.get("cost_usd") or 0.0)
+        pump_idle = self._pump is None or self._pump.done()
+        if (
+            pump_idle
+            and event["type"] in STREAMED
+            and self._buffer_chars + len(event.get("text", "")) < _FLUSH_AFTER_CHARS
+        ):
+            # Nothing ahead of it (the outbox is empty while the pump is idle) and no
+            # write due: what the pump would do, without a task.
+            self._buffer_streamed([event])
+            self._hand_over(event["seq"])
+            await self._relay.send(event)
+            return event
         self._outbox.append(event)
-        if self._pump is None or self._pump.done():
+        if pump_idle:
             self._pump = asyncio.create_task(self._pump_outbox())
         return event
 
@@ -73,24 +87,28 @@ class TurnEvents:
             events, self._outbox = self._outbox, []
             try:
                 if all(event["type"] in STREAMED for event in events):
-                    await self._buffer_streamed(events)
+                    if self._buffer_streamed(events):
+                        await self._write_history()
                 else:
                     await self._write_history(extra=events)
             except Exception as exc:
                 # Not relayed: a tab must never see what history does not have.
                 _log.exception("could not write events of run %r", self.run_id)
                 self._history_error = exc
-                await self._hand_over(self.seq)  # nothing more will be: stop the waiting
+                self._hand_over(self.seq)  # nothing more will be: stop the waiting
                 return
-            await self._hand_over(events[-1]["seq"])
+            self._hand_over(events[-1]["seq"])
             await self._relay.send(*events)
 
-    async def _hand_over(self, seq: int) -> None:
-        async with self._handed:
-            self._handed_seq = seq
-            self._handed.notify_all()
+    def _hand_over(self, seq: int) -> None:
+        self._handed_seq = seq
+        waiters, self._handed_waiters = self._handed_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
-    async def _buffer_streamed(self, events: list[dict[str, Any]]) -> None:
+    def _buffer_streamed(self, events: list[dict[str, Any]]) -> bool:
+        """Buffer streamed events for history; True when the buffer is due for a write."""
         if not self._buffer:
             # Written within the window even if no further event ever comes (a model
             # that streams and then stalls, a server that dies): crash loss ≤ 0.25 s.
@@ -99,8 +117,7 @@ class TurnEvents:
             )
         self._buffer.extend(events)
         self._buffer_chars += sum(len(event.get("text", "")) for event in events)
-        if self._buffer_chars >= _FLUSH_AFTER_CHARS:
-            await self._write_history()
+        return self._buffer_chars >= _FLUSH_AFTER_CHARS
 
     def _flush_on_timer(self) -> None:
         self._flush_timer = None
@@ -114,6 +131,7 @@ class TurnEvents:
         except Exception as exc:  # ends the turn at its next event, as a pump failure does
             _log.exception("could not write streamed events of run %r", self.run_id)
             self._history_error = self._history_error or exc
+            self._hand_over(self._handed_seq)  # a waiting flush must hear of it
 
     async def _pump_idle(self) -> None:
         while self._pump is not None and not self._pump.done():
@@ -126,10 +144,10 @@ class TurnEvents:
         pause must not keep a tab's connect (which flushes first) waiting.
         """
         target = self.seq
-        async with self._handed:
-            await self._handed.wait_for(
-                lambda: self._handed_seq >= target or self._history_error is not None
-            )
+        while self._handed_seq < target and self._history_error is None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._handed_waiters.append(waiter)
+            await waiter
         if self._history_error is not None:
             raise self._history_error
         await self._write_history()
@@ -163,19 +181,9 @@ class TurnEvents:
                 )
 
 
+@write_only  # a batch pipelines it with its neighbours (chat_app.db_batch)
 def _history_write(*, run_id: int, owner_id: int, events: list[dict[str, Any]]) -> None:
     """One step of a turn into history: its events, and a ledger row per model call."""
-    from django.db import transaction
-
     from chat_app.services import run_record_events
-    from usage_app.services import model_call_record
 
-    run_record_events(run_id=run_id, events=events)
-    for event in events:
-        if event["type"] != "model_call":
-            continue
-        try:
-            with transaction.atomic():
-                model_call_record(user_id=owner_id, run_id=run_id, event=event)
-        except Exception:  # the ledger must not take the turn down; the run keeps the totals
-            _log.exception("could not record a model call of run %r", run_id)
+    run_record_events(run_id=run_id, events=events, owner_id=owner_id)

@@ -14,6 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from chat_app.approvals import conversation_allowed_tools
+from chat_app.models import Conversation
 from chat_app.schemas import TurnOptions
 from chat_app.selectors import (
     conversation_get,
@@ -21,8 +22,8 @@ from chat_app.selectors import (
     model_key_problem,
     workspace_for,
 )
-from chat_app.services import conversation_apply_options, run_abandon_orphans, run_start
-from openprogram_site.api_errors import ConflictError, UnprocessableError
+from chat_app.services import conversation_choose_options, run_start
+from openprogram_site.api_errors import UnprocessableError
 
 __all__ = ["PreparedTurn", "turn_prepare", "turn_request_kwargs"]
 
@@ -36,6 +37,9 @@ class PreparedTurn:
     """Tools the owner allowed for the rest of this conversation (chat_app.approvals)."""
     request_kwargs: dict[str, Any]
     """TurnRequest keyword arguments, hooks excepted (the running turn supplies those)."""
+    budget_refusal: str | None = None
+    """The owner's budget verdict as the run opened (``usage_app.services.budget_refusal``,
+    nothing spent yet): the first model call's check, answered without another job."""
 
 
 def turn_request_kwargs(values: dict[str, Any]) -> dict[str, Any]:
@@ -64,10 +68,14 @@ def turn_prepare(
     of a server that stopped mid-turn and may be closed.
     """
     from tools_app.selectors import turn_resolution_inputs
+    from usage_app.services import budget_refusal
 
     # Locked now: the run is opened under this lock (run_start), without loading it again.
     conversation = conversation_get(owner=user, conversation_id=conversation_id, lock=True)
-    conversation_apply_options(conversation=conversation, options=options)
+    # Loaded by its owner: checking a chosen profile against it needs no query for the user.
+    Conversation.owner.field.set_cached_value(conversation, user)
+    # Saved by run_start's conversation UPDATE: one statement for the choices and the title.
+    chosen = conversation_choose_options(conversation=conversation, options=options)
     inputs = turn_resolution_inputs(
         owner=user,
         profile_name=conversation.profile_name,
@@ -79,17 +87,17 @@ def turn_prepare(
     if problem:
         raise UnprocessableError(problem)
     turn_attended = conversation.attended if attended is None else attended
-    start = {"conversation": conversation, "text": text, "attended": turn_attended, "locked": True}
-    try:
-        run, message = run_start(**start, replaces=replaces)
-    except ConflictError:
-        if not may_abandon_orphans:
-            raise
-        run_abandon_orphans(conversation_id=conversation_id)
-        run, message = run_start(**start, replaces=replaces)
-    if run.model != model:
-        run.model = model
-        run.save(update_fields=["model"])
+    run, message = run_start(
+        conversation=conversation,
+        text=text,
+        attended=turn_attended,
+        replaces=replaces,
+        locked=True,
+        abandon_running=may_abandon_orphans,
+        model=model,
+        conversation_fields=chosen,
+    )
+    refusal = budget_refusal(user_id=user.pk, run_id=run.pk, turn_cost=0.0)
     values = {
         **inputs,
         "text": text,
@@ -117,4 +125,5 @@ def turn_prepare(
         title=conversation.title,
         allowed_tools=conversation_allowed_tools(conversation=conversation),
         request_kwargs=turn_request_kwargs(values),
+        budget_refusal=refusal,
     )

@@ -91,6 +91,9 @@ class ActiveTurn(TurnEvents, TurnControl):
         self._call_started: dict[str, float] = {}
         self._run_cost = 0.0
         """Cost of every model call this run made, nested runs' included (from events)."""
+        self.budget_at_start: str | None = None
+        self._budget_at_start_unread = False
+        """The start's budget verdict (turn_prepare) answers the first check, unspent."""
 
     # --- the task --------------------------------------------------------------------------
     async def run(
@@ -256,11 +259,15 @@ class ActiveTurn(TurnEvents, TurnControl):
         """
         from usage_app.services import budget_refusal
 
+        cost = max(turn_cost, self._run_cost)
+        if self._budget_at_start_unread and cost == 0:
+            # Read in the start's transaction moments ago: the first model request need
+            # not wait for another database job (time to first token under load).
+            self._budget_at_start_unread = False
+            return self.budget_at_start
+        self._budget_at_start_unread = False
         return await run_batched(
-            budget_refusal,
-            user_id=self.owner_id,
-            run_id=self.run_id,
-            turn_cost=max(turn_cost, self._run_cost),
+            budget_refusal, user_id=self.owner_id, run_id=self.run_id, turn_cost=cost
         )
 
     async def _safe_emit(self, event: dict[str, Any]) -> None:
@@ -304,6 +311,7 @@ async def turn_start(
         raise
     turn.run_id = prepared.run_id
     turn.allowed_tools = set(prepared.allowed_tools)
+    turn.budget_at_start, turn._budget_at_start_unread = prepared.budget_refusal, True
     turn.request = TurnRequest(
         **prepared.request_kwargs,
         approval_hook=turn.approval_hook,

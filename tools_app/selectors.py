@@ -7,12 +7,14 @@ framework's (``tools_app.resolution``); these selectors only gather its inputs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from accounts.models import ApiToken
@@ -249,13 +251,15 @@ def turn_resolution_inputs(
     list adds tools back to whatever its toolset selects.
     """
     name = profile_name if profile_name is not None else active_profile_name(owner=owner)
-    named_profiles = {row.name: list(row.tools) for row in _owned(owner)}
+    named_profiles, disabled = _profiles_and_disabled(owner_id=owner.pk)
+    if name != DEFAULT_PROFILE and name not in named_profiles:
+        raise NotFoundError(f"No tool profile named {name!r}.")
     inputs: dict[str, Any] = {
-        "profile_tools": profile_tool_names(owner=owner, name=name),
+        "profile_tools": None if name == DEFAULT_PROFILE else list(named_profiles[name]),
         "toolset": None,
         "allow": None,
         "deny": None,
-        "disabled": globally_disabled_reasons(),
+        "disabled": disabled,
         "system_prompt": None,
         "model": None,
         "named_profiles": named_profiles,
@@ -270,6 +274,32 @@ def turn_resolution_inputs(
     inputs["system_prompt"] = agent.system_prompt or None
     inputs["model"] = agent.model or None
     return inputs
+
+
+def _profiles_and_disabled(*, owner_id: int) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The owner's profiles (name → tools) and the global disables (name → reason).
+
+    One plain statement for both, read fresh every turn (so an edit in the admin or the
+    Programs page applies to the next turn in every process): every turn starts with it,
+    and two ORM queries cost several times its CPU.
+    """
+    profile, tool = ToolProfile._meta, Tool._meta
+    sql = (
+        f'SELECT 0, "name", CAST("tools" AS TEXT) FROM "{profile.db_table}" '
+        'WHERE "owner_id" = %s '
+        f'UNION ALL SELECT 1, "name", "disabled_reason" FROM "{tool.db_table}" '
+        'WHERE "disabled" = %s'
+    )
+    profiles: dict[str, list[str]] = {}
+    disabled: dict[str, str] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [owner_id, True])
+        for kind, name, value in cursor.fetchall():
+            if kind == 0:
+                profiles[name] = list(json.loads(value) or [])
+            else:
+                disabled[name] = value
+    return profiles, disabled
 
 
 def _agent_toolset(tools: dict[str, Any], named_profiles: dict[str, list[str]]) -> str | None:

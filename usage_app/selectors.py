@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import Context, Decimal
+from functools import cache
 from typing import Literal
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q, QuerySet, Sum, Value
+from django.db import connection
+from django.db.models import Count, Model, Q, QuerySet, Sum, Value
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -16,6 +18,7 @@ from usage_app.models import DefaultBudget, ModelCall, UserBudget
 
 __all__ = [
     "UserMonth",
+    "budget_and_spend",
     "budget_for_user",
     "month_spend",
     "month_start",
@@ -62,6 +65,67 @@ def month_spend(*, user_id: int, exclude_run_id: int | None = None) -> Decimal:
     if exclude_run_id is not None:
         calls = calls.exclude(run_id=exclude_run_id)
     return calls.aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
+
+
+def _decimal(value: object, places: int) -> Decimal | None:
+    """A NUMERIC as the ORM reads it: SQLite may hand back a float (15 digits kept)."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        value = Context(prec=15).create_decimal_from_float(value)
+    return Decimal(value).quantize(Decimal(1).scaleb(-places))  # type: ignore[arg-type]
+
+
+@cache
+def _budget_and_spend_sql(exclude_run: bool) -> str:
+    def table(model: type[Model]) -> str:
+        return connection.ops.quote_name(model._meta.db_table)
+
+    def column(model: type[Model], name: str) -> str:
+        return connection.ops.quote_name(model._meta.get_field(name).column)
+
+    other_runs = (
+        f" AND ({column(ModelCall, 'run')} IS NULL OR {column(ModelCall, 'run')} <> %s)"
+        if exclude_run
+        else ""
+    )
+    spend = (
+        f"SELECT SUM({column(ModelCall, 'cost_usd')}) FROM {table(ModelCall)}"
+        f" WHERE {column(ModelCall, 'user')} = %s AND {column(ModelCall, 'created')} >= %s"
+        f"{other_runs}"
+    )
+    own = (
+        f"SELECT {column(UserBudget, 'monthly_usd')} FROM {table(UserBudget)}"
+        f" WHERE {column(UserBudget, 'user')} = %s"
+    )
+    default = (
+        f"SELECT {column(DefaultBudget, 'monthly_usd')} FROM {table(DefaultBudget)}"
+        f" ORDER BY {column(DefaultBudget, 'id')} LIMIT 1"
+    )
+    # The month's sum only where there is a budget to hold it against.
+    return (
+        f"SELECT budget, CASE WHEN budget IS NULL THEN NULL ELSE ({spend}) END"
+        f" FROM (SELECT COALESCE(({own}), ({default})) AS budget) AS applies"
+    )
+
+
+def budget_and_spend(
+    *, user_id: int, exclude_run_id: int | None = None
+) -> tuple[Decimal | None, Decimal]:
+    """The user's budget (:func:`budget_for_user`) and, when there is one, this month's
+    spend (:func:`month_spend`; 0 without a budget) in one fixed statement: a turn asks
+    before every model call, and on PostgreSQL each query is a round trip (through the
+    ORM this query cost ~1 ms of CPU to build, three times the old two)."""
+    since = ModelCall._meta.get_field("created").get_db_prep_value(month_start(), connection)
+    # In the order they appear: the month's sum, then the budget that applies.
+    params: list[object] = [user_id, since]
+    if exclude_run_id is not None:
+        params.append(exclude_run_id)
+    params.append(user_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_budget_and_spend_sql(exclude_run_id is not None), params)
+        budget, spent = cursor.fetchone()
+    return _decimal(budget, 2), _decimal(spent, 8) or Decimal(0)
 
 
 def budget_for_user(*, user_id: int) -> Decimal | None:

@@ -347,3 +347,25 @@ async def test_streamed_text_is_persisted_coalesced_not_per_delta(
     assert len(stored) < pieces_streamed
     assert "".join(e.payload["text"] for e in stored) == text
     await socket.disconnect()
+
+
+async def test_a_tab_opened_mid_stream_has_every_piece_once_from_catch_up_and_live(
+    conversation, alice_cookie, chat_tools
+):
+    first, _, _ = await open_socket(conversation, alice_cookie)
+    await first.send_json_to({"type": "user_message", "text": "/ticker seconds=0.6"})
+    everything = await receive_until(first, of_type("tool_update"))
+    late, _, _ = await open_socket(conversation, alice_cookie)
+    catch_up = await late.receive_json_from(timeout=5)
+    live = await _finish(late)
+    seen = catch_up["events"] + [f for f in live if f["seq"] > catch_up["events"][-1]["seq"]]
+    everything += await _finish(first)
+
+    def ticks(events):
+        return "".join(e["text"] for e in events if e["type"] == "tool_update")
+
+    assert catch_up["status"] == "running" and ticks(catch_up["events"])
+    assert ticks(seen) == ticks(everything)
+    assert ticks(everything).endswith(f"tick {ticks(everything).count('tick')}\n")
+    await first.disconnect()
+    await late.disconnect()

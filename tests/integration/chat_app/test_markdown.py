@@ -31,3 +31,43 @@ def test_safe_links_open_without_leaking_the_opener():
     html = render_markdown("[docs](https://example.com/a)")
     assert 'href="https://example.com/a"' in html
     assert 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_raw_html_with_event_handlers_stays_text_in_blocks_inline_and_tables():
+    for source in (
+        '<div onclick="alert(1)">hi</div>',
+        "a <span onmouseover=alert(1)>b</span> c",
+        "| a |\n|---|\n| <b onclick=alert(1)>x</b> |",
+        "<!-- <script>alert(1)</script> -->",
+    ):
+        html = render_markdown(source)
+        assert "<div" not in html and "<span" not in html and "<b " not in html, source
+        assert "<script" not in html and "<!--" not in html, source
+        assert "&lt;" in html, source
+
+
+def test_a_quote_in_a_link_title_or_image_text_cannot_open_an_attribute():
+    link = render_markdown('[x](https://a.example "\\" onmouseover=\\"alert(1)")')
+    image = render_markdown('![x" onerror="alert(1)](https://a.example/b.png)')
+    assert 'title="&quot; onmouseover=&quot;alert(1)"' in link
+    assert 'alt="x&quot; onerror=&quot;alert(1)"' in image
+    assert '" onmouseover' not in link and '" onerror' not in image
+
+
+def test_script_links_are_refused_however_they_are_spelled():
+    for source in (
+        "<javascript:alert(1)>",
+        "[x](&#106;avascript:alert(1))",
+        "[x](javascript&#58;alert(1))",
+        "[a]: javascript:alert(1)\n\n[a]",
+        "![x](vbscript:msgbox(1))",
+    ):
+        html = render_markdown(source)
+        assert "href" not in html and "src" not in html, source
+
+
+def test_a_long_reply_renders_the_same_text_it_was_given():
+    stamps = "".join(f"t={n}\n" for n in range(300))
+    html = render_markdown(stamps)
+    assert html.startswith("<p>t=0\n") and html.endswith("t=299</p>\n")
+    assert html.count("t=") == 300

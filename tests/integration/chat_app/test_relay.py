@@ -1,17 +1,24 @@
 """The relay merges bursts of streamed events, loses nothing and keeps the order."""
 
 import asyncio
+import json
 
 from channels.layers import get_channel_layer
 
 from chat_app.relay import RELAY_WINDOW_SECONDS, GroupRelay, coalesce_streamed
 
 
+def _events(message: dict) -> list[dict]:
+    """The events of one relayed message, from the frames every tab is sent as they are."""
+    assert message["type"] == "chat.events"
+    return [json.loads(frame) for frame in message["frames"]]
+
+
 async def _receive_until_finished(layer, channel) -> list[dict]:
     events = []
     while True:
         message = await asyncio.wait_for(layer.receive(channel), timeout=5)
-        events.extend(message["events"])
+        events.extend(_events(message))
         if events[-1]["type"] == "turn_finished":
             return events
 
@@ -37,7 +44,7 @@ async def test_a_lone_update_goes_out_without_waiting_for_the_window():
     await layer.group_add("relay.lone", channel)
     await GroupRelay("relay.lone").send({"type": "text_delta", "text": "hi"})
     message = await asyncio.wait_for(layer.receive(channel), timeout=5)
-    assert message["events"] == [{"type": "text_delta", "text": "hi"}]
+    assert _events(message) == [{"type": "text_delta", "text": "hi"}]
 
 
 async def test_a_step_of_several_events_travels_as_one_message_in_order():
@@ -49,7 +56,7 @@ async def test_a_step_of_several_events_travels_as_one_message_in_order():
     ]
     await GroupRelay("relay.step").send(*step)
     message = await asyncio.wait_for(layer.receive(channel), timeout=5)
-    assert message["events"] == step
+    assert _events(message) == step
 
 
 def test_coalescing_merges_only_streamed_events():
@@ -100,7 +107,7 @@ async def test_text_streamed_at_a_models_pace_shares_frames_and_waits_at_most_a_
         while len(text.split(",")) <= 30:
             message = await asyncio.wait_for(layer.receive(channel), timeout=5)
             messages += 1
-            for event in message["events"]:
+            for event in _events(message):
                 assert event["type"] == "text_delta"
                 for piece in filter(None, event["text"].split(",")):
                     waits.append(loop.time() - sent_at[int(piece)])
@@ -117,3 +124,76 @@ async def test_text_streamed_at_a_models_pace_shares_frames_and_waits_at_most_a_
     assert text == "".join(f"{i}," for i in range(30))
     assert messages <= 22
     assert max(waits) < RELAY_WINDOW_SECONDS + 0.25
+
+
+async def _direct_tabs(group: str, count: int) -> list[list[dict]]:
+    """``count`` tabs of ``group`` that take its messages as calls; each collects them."""
+    layer = get_channel_layer()
+    tabs: list[list[dict]] = []
+    for _ in range(count):
+        got: list[dict] = []
+        channel = await layer.new_channel()
+        await layer.group_add(group, channel)
+
+        async def collect(message, got=got):
+            got.append(message)
+
+        await layer.receive_directly(channel, collect)
+        tabs.append(got)
+    return tabs
+
+
+async def test_a_step_is_json_encoded_once_for_every_tab():
+    first_tab, second_tab = await _direct_tabs("relay.once", 2)
+    step = [{"type": "tool_call_started", "call_id": "c1", "name": "todo_read", "seq": 4}]
+
+    await GroupRelay("relay.once").send(*step)
+
+    assert first_tab[0]["frames"] is second_tab[0]["frames"]
+    assert first_tab[0]["frames"] == [json.dumps(step[0])]
+
+
+async def test_the_first_piece_after_any_other_event_goes_out_at_once():
+    [tab] = await _direct_tabs("relay.first", 1)
+    relay = GroupRelay("relay.first")
+
+    await relay.send({"type": "text_delta", "text": "a"})  # opens a window
+    await relay.send({"type": "model_call", "step": 1})
+    await relay.send({"type": "text_delta", "text": "b"})  # a new model call's first text
+
+    assert [_events(message) for message in tab] == [
+        [{"type": "text_delta", "text": "a"}],
+        [{"type": "model_call", "step": 1}],
+        [{"type": "text_delta", "text": "b"}],
+    ]
+
+
+async def test_pieces_inside_the_window_wait_and_go_out_merged_when_it_closes():
+    [tab] = await _direct_tabs("relay.window", 1)
+    relay = GroupRelay("relay.window")
+
+    for piece in ("a", "b", "c"):
+        await relay.send({"type": "text_delta", "text": piece})
+    assert [_events(message) for message in tab] == [[{"type": "text_delta", "text": "a"}]]
+
+    async with asyncio.timeout(5):
+        while len(tab) < 2:
+            await asyncio.sleep(RELAY_WINDOW_SECONDS / 4)
+    assert _events(tab[1]) == [{"type": "text_delta", "text": "bc"}]
+
+
+async def test_an_event_after_waiting_pieces_sends_them_first_in_order():
+    [tab] = await _direct_tabs("relay.order", 1)
+    relay = GroupRelay("relay.order")
+
+    await relay.send({"type": "text_delta", "text": "a"})
+    await relay.send({"type": "text_delta", "text": "b"})  # waits in the window
+    await relay.send({"type": "turn_finished", "stop_reason": "completed"})
+
+    assert [_events(message) for message in tab] == [
+        [{"type": "text_delta", "text": "a"}],
+        [
+            {"type": "text_delta", "text": "b"},
+            {"type": "turn_finished", "stop_reason": "completed"},
+        ],
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from channels.layers import get_channel_layer
@@ -63,7 +64,7 @@ async def test_a_step_reaches_the_tabs_as_one_message_once_history_has_it(alice)
         await turn.emit({"type": "tool_call_started", "call_id": f"c{number}", "name": "todo_read"})
     message = await asyncio.wait_for(layer.receive(channel), timeout=5)
 
-    assert [event["seq"] for event in message["events"]] == [1, 2, 3]
+    assert [json.loads(frame)["seq"] for frame in message["frames"]] == [1, 2, 3]
     stored = [e.seq async for e in RunEvent.objects.filter(run=run).order_by("seq")]
     assert stored == [1, 2, 3]
     assert await run.tool_calls.acount() == 3
@@ -85,3 +86,73 @@ async def test_events_history_cannot_take_are_never_relayed_and_end_the_turn(ali
         await turn.emit({"type": "tool_finished", "call_id": "c1", "name": "todo_read"})
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(layer.receive(channel), timeout=0.3)
+
+
+async def _direct_tab(conversation: Conversation) -> list[dict]:
+    """An open tab of ``conversation`` whose frames are written as they are relayed."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(events_group(conversation.pk), channel)
+    frames: list[dict] = []
+
+    async def write(message):
+        frames.extend(json.loads(frame) for frame in message["frames"])
+
+    await layer.receive_directly(channel, write)
+    return frames
+
+
+def _collapsed(events: list[dict]) -> list[tuple[str, str]]:
+    """Event types in order, a run of text deltas as one, with the text they carry."""
+    out: list[tuple[str, str]] = []
+    for event in events:
+        text = event.get("text", "") if event["type"] == "text_delta" else ""
+        if out and event["type"] == "text_delta" and out[-1][0] == "text_delta":
+            out[-1] = ("text_delta", out[-1][1] + text)
+        else:
+            out.append((event["type"], text))
+    return out
+
+
+async def test_a_streamed_piece_is_on_the_socket_when_emit_returns_and_in_history_after_a_flush(
+    alice,
+):
+    conversation = await Conversation.objects.acreate(owner=alice)
+    run = await Run.objects.acreate(conversation=conversation, model="offline", status="running")
+    frames = await _direct_tab(conversation)
+    turn = ActiveTurn(
+        conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
+    )
+
+    await turn.emit({"type": "text_delta", "text": "hello"})
+
+    assert [(f["type"], f["text"], f["seq"]) for f in frames] == [("text_delta", "hello", 1)]
+    await turn.flush()
+    stored = [e.payload async for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    assert [e["text"] for e in stored] == ["hello"]
+
+
+async def test_history_and_the_socket_see_the_same_events_in_the_same_order(alice):
+    conversation = await Conversation.objects.acreate(owner=alice)
+    run = await Run.objects.acreate(conversation=conversation, model="offline", status="running")
+    frames = await _direct_tab(conversation)
+    turn = ActiveTurn(
+        conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
+    )
+    emitted = []
+    for number in range(3):
+        for piece in range(20):
+            emitted.append({"type": "text_delta", "text": f"{number}.{piece} "})
+        emitted.append({"type": "tool_call_started", "call_id": f"c{number}", "name": "todo_read"})
+        emitted.append({"type": "tool_finished", "call_id": f"c{number}", "name": "todo_read"})
+    emitted.append({"type": "text_delta", "text": "done"})
+    emitted.append({"type": "turn_finished", "stop_reason": "completed"})
+
+    for event in emitted:
+        await turn.emit(event)
+    await turn.flush()
+
+    stored = [e async for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    history = [{"type": e.type, **e.payload} for e in stored]
+    assert _collapsed(frames) == _collapsed(history) == _collapsed(emitted)
+    assert [f["seq"] for f in frames] == sorted(f["seq"] for f in frames)

@@ -196,3 +196,55 @@ async def test_a_nested_runs_budget_check_counts_the_whole_runs_calls(alice):
 
     assert "budget" in (await turn.budget_check(0.0) or "")
     assert await ModelCall.objects.filter(run=run, cost_usd=Decimal("1.5")).aexists()
+
+
+def test_one_query_gives_the_budget_that_applies_and_the_month_spent(alice, bob, admin_user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from usage_app.selectors import budget_and_spend
+
+    conversation = conversation_create(owner=alice)
+    run = Run.objects.create(conversation=conversation, model="offline")
+    DefaultBudget.objects.create(monthly_usd=Decimal("5"))
+    UserBudget.objects.create(user=alice, monthly_usd=Decimal("2.50"))
+    ModelCall.objects.create(user=alice, run=run, cost_usd=Decimal("0.10"))
+    ModelCall.objects.create(user=alice, cost_usd=Decimal("0.20"))  # its run was deleted
+    ModelCall.objects.create(user=bob, cost_usd=Decimal("7"))
+
+    with CaptureQueriesContext(connection) as queries:
+        alices = budget_and_spend(user_id=alice.pk)
+    assert len(queries) == 1
+    assert alices == (Decimal("2.50"), Decimal("0.30"))
+    assert budget_and_spend(user_id=alice.pk, exclude_run_id=run.pk) == (
+        Decimal("2.50"),
+        Decimal("0.20"),
+    )
+    assert budget_and_spend(user_id=bob.pk) == (Decimal("5"), Decimal("7"))
+    DefaultBudget.objects.all().delete()
+    assert budget_and_spend(user_id=admin_user.pk) == (None, Decimal(0))
+
+
+async def test_a_turn_sees_what_a_concurrent_turn_of_the_same_user_spent(alice):
+    from chat_app.models import Conversation
+    from chat_app.turns import ActiveTurn
+
+    await UserBudget.objects.acreate(user=alice, monthly_usd=Decimal("1.00"))
+    turns = []
+    for _ in range(2):
+        conversation = await Conversation.objects.acreate(owner=alice, model=MODEL)
+        run = await Run.objects.acreate(conversation=conversation, model=MODEL, status="running")
+        turns.append(
+            ActiveTurn(
+                conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
+            )
+        )
+    first, second = turns
+    assert await second.budget_check(0.0) is None
+
+    await first.emit({"type": "model_call", "model": MODEL, "cost_usd": 1.25})
+    await first.flush()
+
+    # The other turn's recorded call counts: neither starts another model call.
+    assert "monthly budget is spent" in (await second.budget_check(0.0) or "")
+    assert "reached your monthly budget" in (await first.budget_check(0.0) or "")

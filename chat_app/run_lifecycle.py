@@ -1,0 +1,223 @@
+"""A run's start and end: one running turn per conversation, leases, orphaned runs.
+
+``run_start`` opens a run under the conversation's lock; ``run_finish`` closes it with
+the reply; a run whose server is gone (its lease lapsed, or one process found nothing
+running it) is closed as orphaned, keeping what it had streamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from chat_app.db_batch import statements_pipelined
+from chat_app.history_sql import assistant_message_insert
+from chat_app.models import Conversation, Message, Run, RunEvent, RunStatus, lease_deadline
+from chat_app.titles import title_from_message
+from chat_app.turn_limits import turn_start_allow
+from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
+
+__all__ = [
+    "ORPHANED_RUN_ERROR",
+    "run_abandon_orphans",
+    "run_expire_orphans",
+    "run_finish",
+    "run_renew_lease",
+    "run_start",
+    "runs_close_at_startup",
+]
+
+ORPHANED_RUN_ERROR = "the server running this turn stopped"
+
+
+def run_start(
+    *,
+    conversation: Conversation,
+    text: str,
+    attended: bool,
+    replaces: int | None = None,
+    locked: bool = False,
+    abandon_running: bool = False,
+    model: str | None = None,
+    conversation_fields: Sequence[str] = (),
+) -> tuple[Run, Message]:
+    """Open a run and store the user's message; one running turn per conversation.
+
+    ``replaces`` (an edit or a regeneration): that run of this conversation and every
+    later one are marked superseded: kept in history, left out of later prompts.
+    ``locked``: the caller loaded ``conversation`` with ``select_for_update`` in the
+    transaction this runs in (a turn's start), so it is not loaded and locked again.
+    ``abandon_running``: the caller knows no process runs this conversation's turn (one
+    process, nothing in its registry), so a run still marked running is a leftover of a
+    server that stopped mid-turn: it is closed as orphaned, whatever its lease says.
+    ``model``: the run's model when it is not the conversation's (an agent profile's).
+    ``conversation_fields``: fields of ``conversation`` changed but not yet saved (the
+    composer's choices, ``conversation_choose_options``); written in this function's one
+    conversation UPDATE instead of one of their own.
+    """
+    # No savepoint inside a caller's transaction (a savepoint is two more round trips on
+    # PostgreSQL): whatever this raises fails the caller's transaction as a whole.
+    with transaction.atomic(savepoint=False):
+        locked_row = conversation if locked else _conversation_lock(conversation.pk)
+        # Under the conversation's lock, so two processes cannot both take over a dead turn.
+        # One query for both: close the runs whose lease lapsed, refuse if one still holds.
+        now = timezone.now()
+        running = list(locked_row.runs.filter(status="running").values_list("pk", "lease_until"))
+        lapsed = [pk for pk, until in running if abandon_running or until is None or until < now]
+        _close_run_ids(lapsed, reason=ORPHANED_RUN_ERROR)
+        if len(lapsed) < len(running):
+            raise ConflictError("a turn is already running in this conversation; stop it first")
+        turn_start_allow(owner_id=locked_row.owner_id)
+        if replaces is not None:
+            replaced = locked_row.runs.filter(pk=replaces, superseded=False).first()
+            if replaced is None:
+                raise UnprocessableError(f"run {replaces!r} is not a current run of this chat")
+            locked_row.runs.filter(pk__gte=replaced.pk).update(superseded=True)
+        run = Run.objects.create(
+            conversation=locked_row,
+            model=model or conversation.model,
+            profile_name=conversation.profile_name,
+            attended=attended,
+            options={
+                "tools_on": conversation.tools_on,
+                "web_search_on": conversation.web_search_on,
+                "plan_mode": conversation.plan_mode,
+                "agent_profile": conversation.agent_profile_id,
+            },
+        )
+        message = Message.objects.create(conversation=locked_row, role="user", text=text, run=run)
+        if not locked_row.title:
+            locked_row.title = title_from_message(text)
+        chosen = {field: getattr(conversation, field) for field in conversation_fields}
+        Conversation.objects.filter(pk=locked_row.pk).update(
+            **chosen, title=locked_row.title, updated=timezone.now()
+        )
+        conversation.title = locked_row.title
+    return run, message
+
+
+def _conversation_lock(conversation_id: int) -> Conversation:
+    locked = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+    if locked is None:
+        raise NotFoundError(f"conversation {conversation_id!r} not found")
+    return locked
+
+
+def run_finish(
+    *,
+    run_id: int,
+    status: RunStatus,
+    text: str,
+    usage: dict[str, Any] | None = None,
+    error: str = "",
+) -> Message:
+    """Close a run and store the assistant's (possibly partial) reply.
+
+    A run already closed stays as it was (a turn that lost its lease and was closed as
+    orphaned by another process must not reopen it): its reply is returned instead.
+    """
+    with transaction.atomic(savepoint=False):  # a batch's transaction covers it
+        # Only what is read here: the run's JSON fields (tools, explain) cost to decode.
+        run = (
+            Run.objects.select_for_update()
+            .only("id", "conversation_id", "status", "text", "error")
+            .get(pk=run_id)
+        )
+        if run.status != "running":
+            closed = run.messages.filter(role="assistant").order_by("-id").first()
+            if closed is not None:
+                closed.run = run  # callers read the verdict that stands from message.run
+                return closed
+            return Message.objects.create(
+                conversation_id=run.conversation_id, role="assistant", text=run.text, run=run
+            )
+        now = timezone.now()
+        closed = {"status": status, "text": text, "usage": usage or {}, "finished": now}
+        if error:
+            closed["error"] = error
+        # Only the reply's id is read back, after the block: one round trip on PostgreSQL.
+        with connection.cursor() as cursor:
+            with statements_pipelined():
+                Run.objects.filter(pk=run_id).update(**closed, lease_until=None)
+                # Calls still open when the turn ended (stopped, errored) are closed with it.
+                run.tool_calls.filter(status__in=["running", "awaiting_approval"]).update(
+                    status="stopped" if status == "stopped" else "error",
+                    is_error=True,
+                    result_preview=f"turn {status}",
+                )
+                # By id: loading the conversation to save one field cost a query and a model.
+                Conversation.objects.filter(pk=run.conversation_id).update(updated=now)
+                stored = assistant_message_insert(
+                    cursor,
+                    conversation_id=run.conversation_id,
+                    run_id=run_id,
+                    text=text,
+                    created=now,
+                )
+            message = stored()
+        for name, value in closed.items():
+            setattr(run, name, value)
+        run.lease_until = None
+        message.run = run  # callers read the verdict from message.run
+    return message
+
+
+def run_renew_lease(*, run_id: int) -> bool:
+    """Extend a running run's lease (one UPDATE); False when it is no longer running."""
+    renewed = Run.objects.filter(pk=run_id, status="running").update(lease_until=lease_deadline())
+    return renewed > 0
+
+
+def run_expire_orphans(*, conversation_id: int, reason: str = ORPHANED_RUN_ERROR) -> int:
+    """Close the conversation's running runs whose lease ran out: their server is gone.
+
+    Cheap when nothing is orphaned (one indexed query), so every touch of a
+    conversation (a message, a page load, a socket's catch-up) may call it.
+    """
+    running = Run.objects.filter(conversation_id=conversation_id, status="running")
+    return _close_runs(_lease_lapsed(running), reason=reason)
+
+
+def _lease_lapsed(runs: QuerySet[Run]) -> QuerySet[Run]:
+    return runs.filter(Q(lease_until__lt=timezone.now()) | Q(lease_until__isnull=True))
+
+
+def _close_runs(runs: QuerySet[Run], *, reason: str) -> int:
+    """Close ``runs`` as errors with ``reason``, keeping the text each had streamed."""
+    return _close_run_ids(list(runs.values_list("pk", flat=True)), reason=reason)
+
+
+def _close_run_ids(run_ids: list[int], *, reason: str) -> int:
+    for run_id in run_ids:
+        run_finish(run_id=run_id, status="error", text=_partial_text(run_id), error=reason)
+    return len(run_ids)
+
+
+def runs_close_at_startup(*, single_process: bool) -> int:
+    """Close the runs a previous server left marked running; returns how many.
+
+    With one process (the in-memory channel layer) nobody else can be running a turn, so
+    every running run is a leftover; with several, only those whose lease lapsed are.
+    """
+    running = Run.objects.filter(status="running")
+    return _close_runs(
+        running if single_process else _lease_lapsed(running), reason=ORPHANED_RUN_ERROR
+    )
+
+
+def _partial_text(run_id: int) -> str:
+    # What the dead turn had streamed is kept, as a Stop would keep it.
+    deltas = RunEvent.objects.filter(run_id=run_id, type="text_delta").order_by("seq")
+    return "".join(
+        str(payload.get("text", "")) for payload in deltas.values_list("payload", flat=True)
+    )
+
+
+def run_abandon_orphans(*, conversation_id: int, reason: str = ORPHANED_RUN_ERROR) -> int:
+    """Close runs marked running that no process owns any more (single-process layer)."""
+    running = Run.objects.filter(conversation_id=conversation_id, status="running")
+    return _close_runs(running, reason=reason)
