@@ -3,7 +3,7 @@
 ``python -m bench._paced_model TOKENS_PER_SECOND TOKENS_PER_CALL`` prints ``URL=<base
 url>`` and serves OpenAI-compatible streaming chat completions until its stdin closes.
 Every chat turn gets two calls: the first streams ``TOKENS_PER_CALL`` stamped text pieces
-(``t=<time.time_ns()>\\n``, stamped when written) and asks for ``todo_read`` and
+(``t=<time.time_ns()> ``, stamped when written) and asks for ``todo_read`` and
 ``list_dir``; the second (after the tool results) streams as many and stops.
 
 The chunks are ``tests.fakes.openai_server``'s (:func:`sse_chunks`, :func:`stamped_chunk`),

@@ -112,7 +112,7 @@ class Turns:
             if first:
                 self.first_token_ms.append((arrived_ns - outcome.sent_ns) / 1e6)
                 first = False
-            for line in frame["text"].splitlines():
+            for line in frame["text"].split():
                 if line.startswith(STAMP_PREFIX):
                     self.pieces += 1
                     sent_ns = int(line.removeprefix(STAMP_PREFIX))

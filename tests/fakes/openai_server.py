@@ -15,8 +15,8 @@ makes more model calls than it scripted fails loudly instead of hanging.
 
 A reply can also stream like a real model under load (benchmarks): ``tokens_per_second``
 paces its text pieces, and ``stamped_tokens`` sends that many pieces of the form
-``t=<time.time_ns()>\n`` written at the moment each is sent, so a client can tell how
-long every piece took to reach it.
+``t=<time.time_ns()> `` (a word of prose) written at the moment each is sent, so a client
+can tell how long every piece took to reach it.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ class FakeReply:
     tokens_per_second: float = 0.0
     """Pace of the text pieces (0: as fast as the socket takes them)."""
     stamped_tokens: int = 0
-    """Text pieces ``t=<ns>\n`` stamped when sent, streamed before ``text``."""
+    """Text pieces ``t=<ns> `` stamped when sent, streamed before ``text``.
+
+    Words separated by spaces, as a model's prose is: a piece per line would make the
+    reply a 300-line document and its markdown cost six times what a reply costs."""
     broken_chunk: str = ""
     """Sent as is as the data of one event after the text pieces, and then the stream ends
     there (no finish reason, usage or ``[DONE]``): a provider's error object mid-stream,
@@ -147,8 +150,8 @@ def sse_chunks(reply: FakeReply, body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def stamped_chunk(first: dict[str, Any], sent_ns: int) -> dict[str, Any]:
-    """A stamped text piece ``t=<sent_ns>\n``, in the stream whose role chunk is ``first``."""
-    delta = {"content": f"{STAMP_PREFIX}{sent_ns}\n"}
+    """A stamped text piece ``t=<sent_ns> ``, in the stream whose role chunk is ``first``."""
+    delta = {"content": f"{STAMP_PREFIX}{sent_ns} "}
     return {**first, "choices": [{"index": 0, "delta": delta}]}
 
 

@@ -46,7 +46,7 @@ def _events(raw: bytes) -> list[Any]:
 
 def _stamps(raw: bytes) -> list[int]:
     return [
-        int(piece.split(STAMP_PREFIX, 1)[1].split("\\n", 1)[0])
+        int(piece.split(STAMP_PREFIX, 1)[1].split(" ", 1)[0])
         for piece in raw.decode().split("\n\n")
         if STAMP_PREFIX in piece
     ]
