@@ -198,6 +198,9 @@ async def open_stream(route: OpenAIRoute, body: bytes, timeout: float) -> aiohtt
             timeout=limits,
             proxy=proxy,
             proxy_auth=proxy_auth,
+            # As the OpenAI SDK: a redirect is the server's answer, not a new request
+            # carrying the key (and organisation headers) somewhere else.
+            allow_redirects=False,
         )
     except TimeoutError as exc:
         raise OpenAIHTTPError(

@@ -17,6 +17,7 @@ from openprogram.providers import ProviderError, stream_chat
 from openprogram.providers._litellm_setup import load_litellm
 from openprogram.providers.openai_route import openai_route
 from tests.component.agent.conftest import FAKE_MODEL, FAST_RETRY
+from tests.component.agent.http_doubles import ScriptedHTTPServer, raw_response
 
 
 async def _collect(**kwargs):
@@ -173,3 +174,15 @@ async def test_a_netrc_entry_for_the_model_host_does_not_clash_with_the_key(
     deltas, error = await _collect(api_base=keep_alive_server["api_base"], api_key="k")
 
     assert error is None and _text(deltas) == "Hello"
+
+
+async def test_a_redirect_is_reported_not_followed_with_the_key(monkeypatch):
+    monkeypatch.delenv("OPENPROGRAM_OPENAI_TRANSPORT", raising=False)
+    with ScriptedHTTPServer() as elsewhere:
+        moved = raw_response(307, b"", {"Location": f"{elsewhere.address}/v1/chat"})
+        with ScriptedHTTPServer(moved) as server:
+            deltas, error = await _collect(api_base=f"{server.address}/v1", api_key="k")
+
+        assert deltas == [] and error is not None
+        assert "HTTP 307" in str(error)
+        assert elsewhere.requests == []
