@@ -36,7 +36,7 @@ from openprogram.providers.openai_stream import (
     SSEEvents,
     StreamBroken,
     check_finish,
-    parse_chunk,
+    read_events,
 )
 from openprogram.providers.retry import ProviderErrorKind, kind_for_status
 
@@ -284,17 +284,7 @@ async def stream_texts(
             if not read:
                 break
             watchdog.reads += 1
-            texts, broken, done = [], None, False
-            for data in events.feed(read):
-                if data.startswith(b"[DONE]"):
-                    done = True
-                    break
-                try:
-                    texts.append(assembler.text(parse_chunk(data)))
-                except StreamBroken as exc:  # the text before it still goes out first
-                    broken = exc
-                    break
-            text = "".join(texts)
+            text, broken, done = read_events(events, read, assembler)
             if text:
                 yield text
             if broken is not None:

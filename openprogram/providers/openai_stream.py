@@ -35,6 +35,7 @@ __all__ = [
     "openai_http_response",
     "openai_stream_texts",
     "parse_chunk",
+    "read_events",
 ]
 
 _BROKEN_FINISH = ("error", "abort")
@@ -214,6 +215,23 @@ def check_finish(assembler: ChunkAssembler) -> None:
         raise StreamBroken(f"the model stopped with finish reason {assembler.finish_reason!r}")
 
 
+def read_events(
+    events: SSEEvents, read: bytes, assembler: ChunkAssembler
+) -> tuple[str, StreamBroken | None, bool]:
+    """One network read of an OpenAI chat stream: the text of the chunks it completed
+    (joined), the error a chunk reported (the text before it still goes out first), and
+    whether ``[DONE]`` came. Both transports read their streams through this."""
+    texts: list[str] = []
+    for data in events.feed(read):
+        if data.startswith(b"[DONE]"):
+            return "".join(texts), None, True
+        try:
+            texts.append(assembler.text(parse_chunk(data)))
+        except StreamBroken as exc:
+            return "".join(texts), exc, False
+    return "".join(texts), None, False
+
+
 async def openai_stream_texts(http: Any, assembler: ChunkAssembler) -> AsyncIterator[str]:
     """The text of an OpenAI chat stream, one item per network read (all the text of the
     chunks that read brought, joined), feeding ``assembler``; closes the response."""
@@ -222,17 +240,7 @@ async def openai_stream_texts(http: Any, assembler: ChunkAssembler) -> AsyncIter
     try:
         try:
             async for read in http.aiter_bytes():
-                texts, broken = [], None
-                for data in events.feed(read):
-                    if data.startswith(b"[DONE]"):
-                        done = True
-                        break
-                    try:
-                        texts.append(assembler.text(parse_chunk(data)))
-                    except StreamBroken as exc:  # the text before it still goes out first
-                        broken = exc
-                        break
-                text = "".join(texts)
+                text, broken, done = read_events(events, read, assembler)
                 if text:
                     yield text
                 if broken is not None:
