@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from typing import Any
 
 from tests.fakes.openai_server import FakeReply, sse_chunks, stamped_chunk, tool_calls_reply
 
-__all__ = ["MODEL", "TOOLS_PER_TURN", "paced_reply", "serve"]
+__all__ = ["MODEL", "TOOLS_PER_TURN", "paced_model_start", "paced_reply", "serve"]
 
 MODEL = "openai/paced"
 TOOLS_PER_TURN = 2
@@ -125,6 +126,26 @@ async def _main(rate: float, tokens: int) -> None:
     print(f"URL=http://{host}:{port}/v1", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     server.close()
+
+
+def paced_model_start(rate: float, tokens: int) -> tuple[subprocess.Popen[str], str]:
+    """Start this server in its own process: the process (its stdin open; closing it
+    stops the server) and its base URL."""
+    from tests.servers import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench._paced_model", str(rate), str(tokens)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("URL="):
+        proc.kill()
+        raise RuntimeError(f"the paced model server did not start: {line!r}")
+    return proc, line.strip().removeprefix("URL=")
 
 
 if __name__ == "__main__":

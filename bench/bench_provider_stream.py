@@ -20,12 +20,12 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench._paced_model import paced_model_start
 from bench._util import print_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,22 +43,6 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=50.0, help="pieces per second (50)")
     parser.add_argument("--runs", type=int, default=5, help="interleaved runs (5)")
     return parser.parse_args(argv)
-
-
-def _paced_model(rate: float, pieces: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench._paced_model", str(rate), str(pieces)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("URL="):
-        proc.kill()
-        raise RuntimeError(f"the paced model did not start: {line!r}")
-    return proc, line.strip().removeprefix("URL=")
 
 
 async def _one_stream(url: str) -> tuple[int, int]:
@@ -137,8 +121,8 @@ def main(argv: list[str] | None = None) -> None:
     options = _options(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, str(ROOT))
     previous = os.environ.get("OPENPROGRAM_OPENAI_TRANSPORT")
-    long_proc, long_url = _paced_model(options.rate, options.pieces)
-    short_proc, short_url = _paced_model(options.rate, 1)
+    long_proc, long_url = paced_model_start(options.rate, options.pieces)
+    short_proc, short_url = paced_model_start(options.rate, 1)
     try:
         samples = asyncio.run(_measure(options, long_url, short_url))
     finally:

@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench._paced_model import MODEL, TOOLS_PER_TURN
+from bench._paced_model import MODEL, TOOLS_PER_TURN, paced_model_start
 from bench._proc import (
     CpuWindow,
     process_cpu_seconds,
@@ -44,7 +44,7 @@ from bench._streaming_report import MODEL_SERVER, SERVER, Alone, Load, rows
 from bench._streaming_turns import ARRIVALS, FirstTokens, NewcomerGate, Turns, arrival_offsets
 from bench._util import print_table
 from bench._ws import ChatSeat, StartLine, TurnRecord, chat_seats_create, chat_turn, daphne_start
-from tests.servers import ROOT, make_server
+from tests.servers import make_server
 
 __all__ = ["main"]
 
@@ -84,22 +84,7 @@ def _options(argv: list[str]) -> argparse.Namespace:
 
 
 def _paced_model() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "bench._paced_model"),
-            *(str(_TOKENS_PER_SECOND), str(_TOKENS_PER_CALL)),
-        ],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("URL="):
-        proc.kill()
-        raise RuntimeError(f"the paced model server did not start: {line!r}")
-    return proc, line.removeprefix("URL=").strip()
+    return paced_model_start(_TOKENS_PER_SECOND, _TOKENS_PER_CALL)
 
 
 async def _alone(url: str, seats: list[ChatSeat], label: str = "alone") -> Turns:
