@@ -43,32 +43,34 @@ class PageWeight:
 
 def page_weight(page, url: str) -> PageWeight:
     """Load ``url`` with the cache off and add up everything the page fetched over HTTP."""
-    responses = []
-
-    def collect(response) -> None:  # Playwright tags its handlers: a bound builtin won't do
-        responses.append(response)
-
-    page.on("response", collect)
-    # A first visit: nothing from the browser's cache (Chromium only, through DevTools).
-    devtools = page.context.new_cdp_session(page)
-    devtools.send("Network.enable")
-    devtools.send("Network.setCacheDisabled", {"cacheDisabled": True})
-    page.goto(url, wait_until="networkidle")
-    origin = url.split("/", 3)[:3]
+    origin = "/".join(url.split("/", 3)[:3])
     transfers: list[Transfer] = []
-    for response in responses:
-        if response.request.resource_type == "websocket" or response.status in (301, 302):
-            continue
+
+    def measure(request) -> None:  # Playwright tags its handlers: a bound builtin won't do
+        # Read the body as each request finishes: Chromium may drop a finished response's
+        # body later (a script's navigation, its buffer limit), so reading after goto flakes.
+        response = request.response()
+        if request.resource_type == "websocket" or response is None:
+            return
+        if response.status in (301, 302):
+            return
         body = response.body()
-        sizes = response.request.sizes()
+        sizes = request.sizes()
         transfers.append(
             Transfer(
-                path=response.url.removeprefix("/".join(origin)),
+                path=response.url.removeprefix(origin),
                 content_type=(response.headers.get("content-type") or "").split(";")[0],
                 raw_bytes=len(body),
                 wire_bytes=sizes["responseBodySize"] + sizes["responseHeadersSize"],
                 gzip_bytes=len(gzip.compress(body, compresslevel=6)),
             )
         )
-    page.remove_listener("response", collect)
+
+    page.on("requestfinished", measure)
+    # A first visit: nothing from the browser's cache (Chromium only, through DevTools).
+    devtools = page.context.new_cdp_session(page)
+    devtools.send("Network.enable")
+    devtools.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    page.goto(url, wait_until="networkidle")
+    page.remove_listener("requestfinished", measure)
     return PageWeight(url=url, transfers=transfers)
