@@ -24,7 +24,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+def wait_for_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -148,11 +148,11 @@ def redis_server(directory: Path, *, db: int = 0) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         ping = ["redis-cli", "-p", str(port), "ping"]
         while subprocess.run(ping, capture_output=True, check=False).stdout.strip() != b"PONG":
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not start within 10 s")
+                raise RuntimeError("redis-server did not start within 30 s")
             time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/{db}"
     finally:

@@ -38,8 +38,12 @@ def browser():
     # Module scope: Playwright's sync API keeps an event loop running in the main
     # thread while it is open, which would break every later test that calls
     # asyncio.run(); closing it after each module keeps the rest of the suite clean.
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # expect() waits 5 s by default, whatever a context's default timeout: on a loaded
+    # 2-core CI machine a page that normally updates in 100 ms may need far longer.
+    # Waiting is free when the condition comes early.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         yield b

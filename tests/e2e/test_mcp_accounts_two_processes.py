@@ -98,13 +98,13 @@ def test_a_connect_finished_by_the_other_process_reaches_both_and_so_does_discon
     # The first process learns of the account from the database.
     on_first = context.new_page()
     on_first.goto(first.url + "/programs/")
-    _until(lambda: _offered(on_first), SYNC_SECONDS + 15)
+    _until(lambda: _offered(on_first), SYNC_SECONDS + 45)
 
     _account(on_first).get_by_role("button", name="Disconnect").click()
 
     expect(on_first.locator(".messages")).to_contain_text("Disconnected your account for notes.")
     assert [e["hint"] for e in demo.events("revoke")] == ["refresh_token", "access_token"]
     assert not _offered(on_first)
-    _until(lambda: not _offered(page), SYNC_SECONDS + 15)
+    _until(lambda: not _offered(page), SYNC_SECONDS + 45)
     assert "connect your account" in _explain(page, TOOL)["reason"]
     context.close()

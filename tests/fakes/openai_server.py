@@ -171,6 +171,8 @@ class FakeOpenAIServer:
         self._responder: Callable[[dict[str, Any]], FakeReply] | None = None
         self._lock = threading.Lock()
         self._released = threading.Event()
+        self.holding = threading.Event()
+        """Set once a hanging reply has sent all its text and waits for :meth:`release`."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -194,6 +196,7 @@ class FakeOpenAIServer:
         self._responder = None
         self.release()
         self._released = threading.Event()
+        self.holding = threading.Event()
 
     def release(self) -> None:
         """Let every hanging reply finish."""
@@ -265,6 +268,7 @@ class FakeOpenAIServer:
                     if number != text_chunks:  # the role chunk, then the text pieces
                         continue
                     if reply.hang:
+                        server.holding.set()
                         server._released.wait(timeout=30)
                     if reply.broken_chunk:
                         self.wfile.write(f"data: {reply.broken_chunk}\n\n".encode())

@@ -31,7 +31,7 @@ async def test_a_failing_approval_hook_denies_and_names_the_failure():
     async def broken(request):
         raise OSError("terminal gone")
 
-    ask = approval_hook_for_turn(host_hook=broken, attended=True, emit=emit, timeout=1)
+    ask = approval_hook_for_turn(host_hook=broken, attended=True, emit=emit, timeout=30)
     decision = await ask(_REQUEST)
 
     assert decision.approved is False
@@ -45,7 +45,7 @@ async def test_a_hook_returning_something_else_than_a_decision_denies():
     async def sloppy(request):
         return True
 
-    ask = approval_hook_for_turn(host_hook=sloppy, attended=True, emit=emit, timeout=1)
+    ask = approval_hook_for_turn(host_hook=sloppy, attended=True, emit=emit, timeout=30)
 
     assert (await ask(_REQUEST)) == ApprovalDecision(
         approved=False, reason="the approval hook returned 'bool'"
@@ -54,7 +54,7 @@ async def test_a_hook_returning_something_else_than_a_decision_denies():
 
 async def test_an_approval_without_a_host_hook_is_denied_with_a_reason():
     events, emit = _recorder()
-    ask = approval_hook_for_turn(host_hook=None, attended=True, emit=emit, timeout=1)
+    ask = approval_hook_for_turn(host_hook=None, attended=True, emit=emit, timeout=30)
 
     decision = await ask(_REQUEST)
 
@@ -69,7 +69,7 @@ async def test_a_question_is_announced_then_answered():
     async def answer(question):
         return "yes"
 
-    ask = question_hook_for_turn(host_hook=answer, attended=True, emit=emit, timeout=1)
+    ask = question_hook_for_turn(host_hook=answer, attended=True, emit=emit, timeout=30)
 
     assert await ask(QuestionRequest(call_id="q", question="Go?", choices=["yes", "no"])) == "yes"
     assert events == [QuestionAsked(call_id="q", question="Go?", choices=["yes", "no"])]
@@ -81,7 +81,7 @@ async def test_an_empty_answer_counts_as_unanswered():
     async def blank(question):
         return "  "
 
-    ask = question_hook_for_turn(host_hook=blank, attended=True, emit=emit, timeout=1)
+    ask = question_hook_for_turn(host_hook=blank, attended=True, emit=emit, timeout=30)
 
     with pytest.raises(QuestionUnanswered, match="empty answer"):
         await ask(QuestionRequest(call_id="q", question="?"))

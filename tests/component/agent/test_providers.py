@@ -38,7 +38,7 @@ async def test_text_reaches_the_caller_while_the_model_is_still_streaming(fake_o
     )
 
     # The server holds the stream open (30 s) until released: text must come before that.
-    first = await asyncio.wait_for(anext(stream), timeout=10)
+    first = await asyncio.wait_for(anext(stream), timeout=20)
     fake_openai.release()
     deltas = [first, *[delta async for delta in stream]]
 

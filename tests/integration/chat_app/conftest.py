@@ -104,11 +104,11 @@ async def open_socket(
     if cookie is not None:
         headers.append((b"cookie", f"sessionid={cookie}".encode()))
     communicator = WebsocketCommunicator(application, f"/ws/chat/{public_id}/", headers=headers)
-    connected, code = await communicator.connect(timeout=10)
+    connected, code = await communicator.connect(timeout=30)
     return communicator, connected, code
 
 
-async def close_code(communicator: WebsocketCommunicator, timeout: float = 10.0) -> int | None:
+async def close_code(communicator: WebsocketCommunicator, timeout: float = 30.0) -> int | None:
     """The code the server closed an accepted socket with (refusals accept, then close)."""
     output = await communicator.receive_output(timeout=timeout)
     assert output["type"] == "websocket.close", output
@@ -116,7 +116,7 @@ async def close_code(communicator: WebsocketCommunicator, timeout: float = 10.0)
 
 
 async def receive_until(
-    communicator: WebsocketCommunicator, predicate, timeout: float = 15.0
+    communicator: WebsocketCommunicator, predicate, timeout: float = 60.0
 ) -> list[dict[str, Any]]:
     """Frames up to and including the first one ``predicate`` accepts."""
     frames: list[dict[str, Any]] = []

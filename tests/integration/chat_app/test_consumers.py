@@ -213,11 +213,11 @@ async def test_malformed_frames_get_an_error_and_the_socket_stays_open(
     ]
     for raw, kind in bad_frames:
         await socket.send_to(text_data=raw)
-        error = await socket.receive_json_from(timeout=5)
+        error = await socket.receive_json_from(timeout=30)
         assert (error["type"], error["kind"]) == ("error", kind), raw[:40]
         assert error["message"]
     await socket.send_to(bytes_data=b"\x00\x01")
-    assert (await socket.receive_json_from(timeout=5))["kind"] == "bad_frame"
+    assert (await socket.receive_json_from(timeout=30))["kind"] == "bad_frame"
     await socket.send_json_to({"type": "user_message", "text": "/echo_twice text=ok"})
     frames = await _finish(socket)
     assert frames[-1]["status"] == "completed"
@@ -227,7 +227,7 @@ async def test_malformed_frames_get_an_error_and_the_socket_stays_open(
 async def test_an_oversize_frame_gets_an_error_frame_then_close_4413(conversation, alice_cookie):
     socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_to(text_data=json.dumps({"type": "user_message", "text": "x" * 70_000}))
-    error = await socket.receive_json_from(timeout=5)
+    error = await socket.receive_json_from(timeout=30)
     assert (error["type"], error["kind"]) == ("error", "too_large")
     assert "65536-byte limit" in error["message"]
     assert await close_code(socket) == CLOSE_TOO_LARGE
@@ -265,7 +265,7 @@ async def test_a_tool_failure_shows_as_an_error_and_the_socket_lives_on(
 async def test_a_model_that_is_not_offered_is_refused_clearly(conversation, alice_cookie):
     socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "hi", "model": "nope/model"})
-    error = await socket.receive_json_from(timeout=5)
+    error = await socket.receive_json_from(timeout=30)
     assert error["type"] == "error" and "'nope/model' is not offered" in error["message"]
     await socket.disconnect()
 
@@ -279,16 +279,15 @@ async def test_the_turn_finishes_in_history_after_the_tab_disconnects(
     await socket.disconnect()
 
     run_id = started["run_id"]
-    for _ in range(200):
-        run = await _run_record(run_id)
-        if run.status != "running":
-            break
+    deadline = asyncio.get_running_loop().time() + 60
+    while (run := await _run_record(run_id)).status == "running":
+        assert asyncio.get_running_loop().time() < deadline, "the turn never finished"
         await asyncio.sleep(0.05)
     assert run.status == "completed"
     assert "ticked" in run.text
 
     socket, _, _ = await open_socket(conversation, alice_cookie)
-    catch_up = await socket.receive_json_from(timeout=5)
+    catch_up = await socket.receive_json_from(timeout=30)
     assert catch_up["type"] == "catch_up" and catch_up["run_id"] == run_id
     kinds = [e["type"] for e in catch_up["events"]]
     assert kinds[0] == "user_message" and kinds[-1] == "assistant_message"
@@ -318,7 +317,7 @@ async def test_a_reloaded_tab_catches_up_on_a_running_turn(conversation, alice_c
     await first.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     await receive_until(first, of_type("tool_update"))
     reloaded, _, _ = await open_socket(conversation, alice_cookie)
-    catch_up = await reloaded.receive_json_from(timeout=5)
+    catch_up = await reloaded.receive_json_from(timeout=30)
     assert catch_up["status"] == "running"
     kinds = [e["type"] for e in catch_up["events"]]
     assert kinds[:2] == ["user_message", "tools_resolved"] and "tool_update" in kinds
@@ -356,7 +355,7 @@ async def test_a_tab_opened_mid_stream_has_every_piece_once_from_catch_up_and_li
     await first.send_json_to({"type": "user_message", "text": "/ticker seconds=0.6"})
     everything = await receive_until(first, of_type("tool_update"))
     late, _, _ = await open_socket(conversation, alice_cookie)
-    catch_up = await late.receive_json_from(timeout=5)
+    catch_up = await late.receive_json_from(timeout=30)
     live = await _finish(late)
     seen = catch_up["events"] + [f for f in live if f["seq"] > catch_up["events"][-1]["seq"]]
     everything += await _finish(first)

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import transaction
 from django.utils import timezone
 
 from chat_app.models import Message, Run, RunEvent
@@ -122,10 +123,10 @@ async def test_a_run_with_a_live_lease_still_blocks_with_a_clear_error_frame(
     live = await _create_running(conversation, lease_seconds=60)
     socket, connected, _ = await open_socket(conversation, alice_cookie)
     assert connected
-    catch_up = await socket.receive_json_from(timeout=10)
+    catch_up = await socket.receive_json_from(timeout=30)
     assert (catch_up["type"], catch_up["status"]) == ("catch_up", "running")
     await socket.send_json_to({"type": "user_message", "text": "/echo_twice text=hi"})
-    error = await socket.receive_json_from(timeout=10)
+    error = await socket.receive_json_from(timeout=30)
     assert error["type"] == "error" and error["kind"] == "conflict"
     assert "already running" in error["message"]
     live = await _reload(live)
@@ -140,7 +141,7 @@ async def test_the_catch_up_on_connect_closes_a_run_whose_lease_expired(conversa
     stale = await _create_running(conversation, lease_seconds=-1)
     socket, connected, _ = await open_socket(conversation, alice_cookie)
     assert connected
-    catch_up = await socket.receive_json_from(timeout=10)
+    catch_up = await socket.receive_json_from(timeout=30)
     assert (catch_up["type"], catch_up["run_id"], catch_up["status"]) == (
         "catch_up",
         stale.pk,
@@ -149,7 +150,7 @@ async def test_the_catch_up_on_connect_closes_a_run_whose_lease_expired(conversa
     await socket.disconnect()
 
 
-async def _wait_for(predicate, timeout: float = 10.0) -> None:
+async def _wait_for(predicate, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not await predicate():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -160,7 +161,8 @@ async def _wait_for(predicate, timeout: float = 10.0) -> None:
 async def test_a_running_turn_keeps_renewing_its_lease(
     conversation, alice_cookie, chat_tools, settings
 ):
-    settings.CHAT_RUN_LEASE_SECONDS = 1
+    # Renewed every second: the lease lapses only if the process stalls for two of them.
+    settings.CHAT_RUN_LEASE_SECONDS = 3
     socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     started = await receive_until(socket, of_type("tool_call_started"))
@@ -169,9 +171,9 @@ async def test_a_running_turn_keeps_renewing_its_lease(
 
     async def renewed_twice() -> bool:
         lease = (await _reload(Run(pk=run_id))).lease_until
-        return lease is not None and lease > first + timedelta(seconds=0.5)
+        return lease is not None and lease > first + timedelta(seconds=1.5)
 
-    # Three lease periods later the run is still live: renewals kept it ahead of the clock.
+    # Renewals kept the run's lease ahead of the clock: the run is still live.
     await _wait_for(renewed_twice)
     assert await database_sync_to_async(run_expire_orphans)(conversation_id=conversation.pk) == 0
     await socket.send_json_to({"type": "stop"})
@@ -189,12 +191,16 @@ async def test_a_turn_whose_run_was_closed_as_orphaned_stops_itself(
     socket, _, _ = await open_socket(conversation, alice_cookie)
     await socket.send_json_to({"type": "user_message", "text": "/ticker seconds=60"})
     run_id = (await receive_until(socket, of_type("tool_update")))[-1]["run_id"]
-    # As another process does when this one stalled past its lease.
-    await database_sync_to_async(Run.objects.filter(pk=run_id).update)(
-        lease_until=timezone.now() - timedelta(seconds=1)
-    )
-    assert await database_sync_to_async(run_expire_orphans)(conversation_id=conversation.pk) == 1
-    frames = await receive_until(socket, of_type("assistant_message"), timeout=10)
+
+    def stall_past_the_lease_and_close() -> int:
+        """As another process does when this one stalled past its lease; in one
+        transaction, so this turn's next renewal cannot land in between."""
+        with transaction.atomic():
+            Run.objects.filter(pk=run_id).update(lease_until=timezone.now() - timedelta(seconds=1))
+            return run_expire_orphans(conversation_id=conversation.pk)
+
+    assert await database_sync_to_async(stall_past_the_lease_and_close)() == 1
+    frames = await receive_until(socket, of_type("assistant_message"), timeout=60)
     run = await _reload(Run(pk=run_id))
     # The closing verdict stands: the turn did not reopen the run as stopped or completed.
     assert (run.status, run.error) == ("error", ORPHANED_RUN_ERROR)

@@ -62,7 +62,7 @@ async def test_a_step_reaches_the_tabs_as_one_message_once_history_has_it(alice)
 
     for number in range(3):
         await turn.emit({"type": "tool_call_started", "call_id": f"c{number}", "name": "todo_read"})
-    message = await asyncio.wait_for(layer.receive(channel), timeout=5)
+    message = await asyncio.wait_for(layer.receive(channel), timeout=30)
 
     assert [json.loads(frame)["seq"] for frame in message["frames"]] == [1, 2, 3]
     stored = [e.seq async for e in RunEvent.objects.filter(run=run).order_by("seq")]

@@ -24,15 +24,19 @@ MODERN = "2026-07-28"
 """The protocol revision the installed SDK speaks (and our client asks for first)."""
 LEGACY = "2025-11-25"
 """The newest revision of the initialize handshake: what servers before 2026 speak."""
-WAIT = 20.0
-"""Upper bound for a condition to hold; a healthy run meets it in about a second."""
+WAIT = 60.0
+"""Upper bound for a condition to hold; a healthy run meets it in about a second, a loaded
+2-core CI machine in several (waiting costs nothing when the condition comes early)."""
+SERVER_TIMEOUT = 30.0
+"""The test servers' connect/list/call timeout: starting a Python MCP server (interpreter
+and SDK imports) takes a second here and may take ten on a loaded machine."""
 
 
 def demo_config(name: str = "demo", **overrides: Any) -> MCPServerConfig:
     settings: dict[str, Any] = {
         "command": sys.executable,
         "args": [str(DEMO_SERVER)],
-        "timeout": 10.0,
+        "timeout": SERVER_TIMEOUT,
     }
     settings.update(overrides)
     return MCPServerConfig(name=name, **settings)
@@ -43,7 +47,7 @@ def protocol_config(**overrides: Any) -> MCPServerConfig:
     settings: dict[str, Any] = {
         "command": sys.executable,
         "args": [str(PROTOCOL_SERVER)],
-        "timeout": 10.0,
+        "timeout": SERVER_TIMEOUT,
     }
     settings.update(overrides)
     return MCPServerConfig(name="proto", **settings)

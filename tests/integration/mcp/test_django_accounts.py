@@ -264,7 +264,9 @@ def test_disconnect_forgets_the_tokens_even_when_the_provider_does_not_revoke(
 
     page = browser.post(reverse("tools:mcp-account-disconnect", args=["notes"]), follow=True)
 
-    assert time.monotonic() - started < REVOKE_SECONDS + 3
+    # The slow provider hangs 30 s; disconnect gives up on it after REVOKE_SECONDS (5 s):
+    # well before the hang ends, with room for a loaded machine.
+    assert time.monotonic() - started < min(REVOKE_SECONDS + 20, 25)
     assert b"Disconnected your account for notes." in page.content
     assert note in page.content and b"was not told to revoke" in page.content
     assert oauth_provider.events("revoke")

@@ -80,7 +80,9 @@ async def test_a_crash_mid_session_marks_tools_unavailable_then_reconnects(
         assert (decision.layer, decision.reason) == ("L4", echo.unavailable_reason)
         started = time.monotonic()
         dead = await echo.execute("k2", {"text": "hi"})
-        assert time.monotonic() - started < 0.5, "a dead server fails fast"
+        # Fails fast: well inside the server's 30 s call timeout, which a call waiting
+        # on a dead server would run into (the error text says it did not wait either).
+        assert time.monotonic() - started < 5, "a dead server fails fast"
         assert dead.is_error
         assert dead.content.startswith("MCP server 'demo' is not connected: ")
 
@@ -200,7 +202,8 @@ def test_shutdown_closes_every_session_and_child_process(clean_registry):
     assert len(descendant_pids() - before) >= 3
     started = time.monotonic()
     manager.shutdown()
-    assert time.monotonic() - started < 10, "a hung start must not hold shutdown for its timeout"
+    # The hung start's timeout is 60 s (and its process sleeps 60 s): well before that.
+    assert time.monotonic() - started < 30, "a hung start must not hold shutdown for its timeout"
     assert not (descendant_pids() - before)
     assert [t for t in registry.all_tools() if t.source == "mcp"] == []
     with pytest.raises(RuntimeError, match="shut down"):

@@ -25,7 +25,7 @@ def _tool(name: str) -> MCPTool:
     return tool
 
 
-async def _until(condition: Any, timeout: float = 10.0) -> None:
+async def _until(condition: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"

@@ -18,7 +18,7 @@ from tests.servers import make_server
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason="no sandbox here")
 
 
-def _wait_for(condition, timeout: float = 20.0) -> bool:
+def _wait_for(condition, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

