@@ -13,6 +13,7 @@ never see each other's state and nothing leaks into the caller.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -27,13 +28,14 @@ from openprogram.agent.events import (
     TurnFinished,
     TurnRequest,
 )
-from openprogram.agent.loop import StreamChat, agent_loop
+from openprogram.agent.loop import DeltaTaker, StreamChat, StreamReader, agent_loop
 from openprogram.agent.types import AgentTool, Message
 from openprogram.programs.deferred import deferred_catalog_text, install_loaded_deferred
 from openprogram.programs.policy import Resolution, UnknownToolsetError, resolve_tools
 from openprogram.programs.results import set_context_window_chars
 from openprogram.providers.context_window import context_window_chars
 from openprogram.providers.retry import RetryPolicy
+from openprogram.providers.streaming import ProviderDelta
 from openprogram.telemetry import turn_trace
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "build_messages", "process_user_turn", "resolve_turn_tools"]
@@ -45,6 +47,20 @@ DEFAULT_SYSTEM_PROMPT = (
 
 _log = logging.getLogger(__name__)
 _END = object()
+
+
+class _ModelStream:
+    """A model call's deltas, queued in event order for :func:`process_user_turn`'s
+    consumer to read in its own task; the turn waits on ``done``."""
+
+    __slots__ = ("deltas", "done", "take")
+
+    def __init__(
+        self, deltas: AsyncIterator[ProviderDelta], take: DeltaTaker, done: asyncio.Future[None]
+    ) -> None:
+        self.deltas = deltas
+        self.take = take
+        self.done = done
 
 
 def resolve_turn_tools(request: TurnRequest) -> Resolution:
@@ -102,6 +118,7 @@ async def _run_turn(
     sink: Callable[[Event], None],
     retry: RetryPolicy | None,
     provider: StreamChat | None,
+    read_stream: StreamReader | None,
 ) -> None:
     try:
         resolution = resolve_turn_tools(request)
@@ -171,6 +188,7 @@ async def _run_turn(
         retry=retry,
         provider=provider,
         budget_check=request.budget_check,
+        read_stream=read_stream,
     )
     sink(
         TurnFinished(
@@ -198,9 +216,22 @@ async def process_user_turn(
     ``provider`` replaces the litellm path with another model (see ``StreamChat``).
     """
     queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def read_stream(deltas: AsyncIterator[ProviderDelta], take: DeltaTaker) -> None:
+        done = asyncio.get_running_loop().create_future()
+        queue.put_nowait(_ModelStream(deltas, take, done))
+        await done
+
     # The turn runs in its own task: events from concurrently running tools, the
-    # model stream and approval prompts all land in one queue, in order.
-    task = asyncio.create_task(_run_turn(request, queue.put_nowait, retry, provider))
+    # model stream and approval prompts all land in one queue, in order. The model's
+    # stream (the default provider's, which needs none of the turn's context
+    # variables) is read here, in the consumer's task, while the turn waits: a
+    # streamed piece then wakes one task, not the turn's and then this one.
+    task = asyncio.create_task(
+        _run_turn(
+            request, queue.put_nowait, retry, provider, read_stream if provider is None else None
+        )
+    )
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     finished = False
     trace = turn_trace(request)
@@ -209,6 +240,25 @@ async def process_user_turn(
             item = await queue.get()
             if item is _END:
                 break
+            if type(item) is _ModelStream:
+                try:
+                    async with contextlib.aclosing(item.deltas) as deltas:
+                        async for delta in deltas:
+                            event = item.take(delta)
+                            if event is not None:
+                                if trace is not None:
+                                    trace.observe(event)
+                                yield event
+                except Exception as error:  # the turn handles it (a ProviderError: TurnError)
+                    if not item.done.done():
+                        item.done.set_exception(error)
+                except BaseException:  # closed or cancelled here: the turn is stopped below
+                    item.done.cancel()
+                    raise
+                else:
+                    if not item.done.done():
+                        item.done.set_result(None)
+                continue
             finished = finished or isinstance(item, TurnFinished)
             if trace is not None:
                 trace.observe(item)

@@ -28,8 +28,10 @@ from openprogram.providers.streaming import ProviderDelta, stream_chat
 __all__ = [
     "DEFAULT_MAX_STEPS",
     "DEFAULT_VALIDATION_BUDGET",
+    "DeltaTaker",
     "LoopOutcome",
     "StreamChat",
+    "StreamReader",
     "agent_loop",
 ]
 
@@ -41,6 +43,11 @@ EventSink = Callable[[Event], None]
 StreamChat = Callable[..., AsyncIterator[ProviderDelta]]
 """A model: ``stream_chat``'s keyword signature. The default goes through litellm;
 a host may pass its own (a scripted stand-in in benchmarks, a non-litellm client)."""
+DeltaTaker = Callable[[ProviderDelta], TextDelta | None]
+"""Records one delta of a model call in the turn; the event to send for it, if any."""
+StreamReader = Callable[[AsyncIterator[ProviderDelta], DeltaTaker], Awaitable[None]]
+"""Reads a model call's deltas to the end, passing each to the taker and sending the
+events it returns, in order, itself (see :func:`agent_loop`'s ``read_stream``)."""
 StopReason = Literal["completed", "stopped", "step_limit", "error", "budget"]
 BudgetCheck = Callable[[float], Awaitable[str | None]]
 
@@ -73,8 +80,10 @@ class _Turn:
         sink: EventSink,
         cancel: asyncio.Event,
         provider: StreamChat,
+        read_stream: StreamReader | None = None,
     ):
         self.provider = provider
+        self.read_stream = read_stream
         self.tools = list(tools)
         self.offered = {tool.name: tool for tool in self.tools}
         self.sink = sink
@@ -99,14 +108,26 @@ class _Turn:
         final: ProviderDelta | None = None
         started = time.perf_counter()
         step_start = len(self.text)
-        async for delta in self.provider(
-            model=model, messages=messages, tools=provider_tools, cancel=self.cancel, retry=retry
-        ):
-            if delta.text:
-                self.text.append(delta.text)
-                self.sink(TextDelta(text=delta.text))
+
+        def take(delta: ProviderDelta) -> TextDelta | None:
+            nonlocal final
             if delta.done:
                 final = delta
+            if not delta.text:
+                return None
+            self.text.append(delta.text)
+            return TextDelta(text=delta.text)
+
+        deltas = self.provider(
+            model=model, messages=messages, tools=provider_tools, cancel=self.cancel, retry=retry
+        )
+        if self.read_stream is not None:
+            await self.read_stream(deltas, take)
+        else:
+            async for delta in deltas:
+                event = take(delta)
+                if event is not None:
+                    self.sink(event)
         if final is not None:
             self.account(model, messages, provider_tools, final, step_start, started)
         return final
@@ -205,15 +226,27 @@ async def agent_loop(
     retry: RetryPolicy | None = None,
     provider: StreamChat | None = None,
     budget_check: BudgetCheck | None = None,
+    read_stream: StreamReader | None = None,
 ) -> LoopOutcome:
     """Run the loop, appending to ``messages`` and sending events to ``sink``.
 
     Terminal problems are reported as a :class:`TurnError` event and a
     ``stop_reason``; the loop itself never raises for a model or tool failure.
+    ``read_stream``, when given, reads each model call's deltas instead of the loop
+    (the loop waits for it): a host whose events are consumed in another task reads
+    the stream there, so a streamed piece wakes one task rather than two. It must
+    send the taker's events in order, after everything sent before, and before
+    anything sent after it returns.
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps!r}")
-    turn = _Turn(tools=tools, sink=sink, cancel=cancel, provider=provider or stream_chat)
+    turn = _Turn(
+        tools=tools,
+        sink=sink,
+        cancel=cancel,
+        provider=provider or stream_chat,
+        read_stream=read_stream,
+    )
     steps = 0
     while True:
         if cancel.is_set():

@@ -235,10 +235,12 @@ class _Watchdog:
     """The read-inactivity timeout, checked once per ``timeout`` rather than re-armed on
     every read (aiohttp's ``sock_read`` moves a loop timer per network read, a good part
     of a streamed piece's cost): a stream fails after ``timeout`` to 2x ``timeout`` of
-    silence."""
+    silence. Silence is the server's while we wait for it (no bytes arrived while
+    ``waiting``): a reader busy elsewhere, with the rest of the stream in the buffer,
+    is not a stalled stream."""
 
     def __init__(self, response: aiohttp.ClientResponse, timeout: float) -> None:
-        self.reads = 0
+        self.waiting = False
         self._seen = -1
         self._content = response.content
         self._timeout = timeout
@@ -249,10 +251,11 @@ class _Watchdog:
             connection.protocol.read_timeout = None  # the headers came; we watch the body
 
     def _check(self) -> None:
-        if self.reads == self._seen:
+        arrived = self._content.total_bytes
+        if arrived == self._seen and self.waiting:
             self._content.set_exception(_ReadTimeout(f"no data for {self._timeout:g} s"))
             return
-        self._seen = self.reads
+        self._seen = arrived
         self._handle = self._loop.call_later(self._timeout, self._check)
 
     def stop(self) -> None:
@@ -272,7 +275,9 @@ async def stream_texts(
     try:
         while True:
             try:
+                watchdog.waiting = True
                 read = await content.readany()
+                watchdog.waiting = False
             except StreamStopped:
                 return
             except Exception as exc:
@@ -283,7 +288,6 @@ async def stream_texts(
                 raise StreamBroken(f"{type(exc).__name__}: {exc}") from exc
             if not read:
                 break
-            watchdog.reads += 1
             text, broken, done = read_events(events, read, assembler)
             if text:
                 yield text
