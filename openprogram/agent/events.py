@@ -80,6 +80,10 @@ class ToolUpdate(Event):
     call_id: str
     text: str
 
+    def to_dict(self) -> dict[str, Any]:
+        # One per line of streamed tool output: as TextDelta, no recursive copy of two strs.
+        return {"type": self.type, "call_id": self.call_id, "text": self.text}
+
 
 @dataclass
 class ApprovalRequested(Event):
