@@ -30,9 +30,12 @@ from chat_app.turns import (
     events_group,
     single_process_layer,
     turn_control_send,
+    turn_in_flight,
     turn_start,
+    turns_started,
 )
-from openprogram_site.api_errors import DomainError, NotFoundError
+from openprogram_site.api_errors import DomainError
+from openprogram_site.ws_frames import DirectFrames
 from openprogram_site.ws_limits import CLOSE_TOO_LARGE, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
@@ -43,35 +46,43 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 
-def _owned_conversation_id(*, user: Any, public_id: str) -> int | None:
-    """The conversation's key if ``user`` owns the one named ``public_id``, else None."""
-    from chat_app.selectors import conversation_by_public_id
+_NOT_READ: Any = object()
+"""The connect job left the catch-up to a second job (see ``ChatConsumer.connect``)."""
 
-    try:
-        return conversation_by_public_id(owner=user, public_id=public_id).pk
-    except NotFoundError:
-        return None
+
+def _connect_reads(*, owner_id: int, public_id: str, catch_up: bool) -> tuple[int | None, Any]:
+    """The conversation's key if ``owner_id`` owns it (else None) and, with ``catch_up``
+    and no turn of it in flight, its catch-up frame read in the same job (else
+    ``_NOT_READ``: the caller reads it after joining the group)."""
+    from chat_app.turn_sql import conversation_owned_id
+
+    owned = conversation_owned_id(owner_id=owner_id, public_id=public_id)
+    if owned is None or not catch_up or turn_in_flight(owned):
+        return owned, _NOT_READ
+    return owned, _catch_up(conversation_id=owned)
 
 
 def _catch_up(*, conversation_id: int) -> dict[str, Any] | None:
-    from chat_app.selectors import run_events, run_latest
+    from chat_app.selectors import run_events
     from chat_app.services import run_abandon_orphans, run_expire_orphans
+    from chat_app.turn_sql import run_latest_status
 
-    run = run_latest(conversation_id=conversation_id)
-    if run is None:
+    latest = run_latest_status(conversation_id=conversation_id)
+    if latest is None:
         return None
-    if run.status == "running" and active_turn(conversation_id) is None:
+    run_id, status = latest
+    if status == "running" and active_turn(conversation_id) is None:
         # One process: nobody else can run it. Several: only if its lease ran out.
         if single_process_layer():
             run_abandon_orphans(conversation_id=conversation_id)
         else:
             run_expire_orphans(conversation_id=conversation_id)
-        run.refresh_from_db()
+        run_id, status = run_latest_status(conversation_id=conversation_id) or latest
     return {
         "type": "catch_up",
-        "run_id": run.pk,
-        "status": run.status,
-        "events": run_events(run_id=run.pk),
+        "run_id": run_id,
+        "status": status,
+        "events": run_events(run_id=run_id),
     }
 
 
@@ -87,6 +98,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     conversation_id: int
     group: str
     _frame_send: Any = None
+    _direct_frames: DirectFrames | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -94,8 +106,20 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._refuse(CLOSE_UNAUTHENTICATED)
             return
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
+        # One process and no turn of the conversation in flight (started, events not
+        # all written): nothing can reach its group until a turn starts, so the
+        # catch-up is read in the ownership check's job, one hop instead of two. If a
+        # turn is in flight, or any turn started before the group was joined, it is
+        # read again below, after joining (as always with several processes): the
+        # socket then misses nothing, as history or the group has every event.
+        starts = turns_started()
         # Batched with the running turns' jobs: a burst of connects shares thread hops.
-        owned = await run_batched(_owned_conversation_id, user=user, public_id=public_id)
+        owned, catch_up = await run_batched(
+            _connect_reads,
+            owner_id=user.pk,
+            public_id=public_id,
+            catch_up=single_process_layer(),
+        )
         if owned is None:
             await self._refuse(CLOSE_NOT_FOUND)
             return
@@ -103,11 +127,13 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.group = events_group(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        turn = active_turn(self.conversation_id)
-        if turn is not None:
-            # Streamed text waits in a buffer between writes; history must have it first.
-            await turn.flush()
-        catch_up = await run_batched(_catch_up, conversation_id=self.conversation_id)
+        stale = turns_started() != starts or turn_in_flight(self.conversation_id)
+        if catch_up is _NOT_READ or stale:
+            turn = active_turn(self.conversation_id)
+            if turn is not None:
+                # Streamed text waits in a buffer between writes; history must have it first.
+                await turn.flush()
+            catch_up = await run_batched(_catch_up, conversation_id=self.conversation_id)
         if catch_up is not None:
             await self.send_json(catch_up)
 
@@ -206,13 +232,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def chat_events(self, message: dict[str, Any]) -> None:
         """A turn's relayed events: frames the relay encoded once for every tab."""
+        direct = self._direct_frames
         send = self._frame_send or self.base_send
         for frame in message["frames"]:
-            await send({"type": "websocket.send", "text": frame})
+            # Under daphne a frame is written in one call (openprogram_site/ws_frames.py);
+            # anything it declines goes through the ASGI send as before.
+            if direct is None or not direct.write_text(frame):
+                await send({"type": "websocket.send", "text": frame})
 
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         await super().websocket_connect(message)
         self._frame_send = _socket_send(self.base_send)
+        self._direct_frames = DirectFrames.of(self._frame_send)
         receive_directly = getattr(self.channel_layer, "receive_directly", None)
         if getattr(self, "group", None) and receive_directly is not None:
             # Connected and caught up: from here the turn's messages are written to this

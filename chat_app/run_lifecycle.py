@@ -19,6 +19,13 @@ from chat_app.history_sql import assistant_message_insert
 from chat_app.models import Conversation, Message, Run, RunEvent, RunStatus, lease_deadline
 from chat_app.titles import title_from_message
 from chat_app.turn_limits import turn_start_allow
+from chat_app.turn_sql import (
+    row_insert,
+    row_update,
+    run_for_finish,
+    runs_running,
+    tool_calls_close_open,
+)
 from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
 
 __all__ = [
@@ -66,7 +73,7 @@ def run_start(
         # Under the conversation's lock, so two processes cannot both take over a dead turn.
         # One query for both: close the runs whose lease lapsed, refuse if one still holds.
         now = timezone.now()
-        running = list(locked_row.runs.filter(status="running").values_list("pk", "lease_until"))
+        running = runs_running(conversation_id=locked_row.pk)
         lapsed = [pk for pk, until in running if abandon_running or until is None or until < now]
         _close_run_ids(lapsed, reason=ORPHANED_RUN_ERROR)
         if len(lapsed) < len(running):
@@ -77,24 +84,29 @@ def run_start(
             if replaced is None:
                 raise UnprocessableError(f"run {replaces!r} is not a current run of this chat")
             locked_row.runs.filter(pk__gte=replaced.pk).update(superseded=True)
-        run = Run.objects.create(
-            conversation=locked_row,
-            model=model or conversation.model,
-            profile_name=conversation.profile_name,
-            attended=attended,
-            options={
-                "tools_on": conversation.tools_on,
-                "web_search_on": conversation.web_search_on,
-                "plan_mode": conversation.plan_mode,
-                "agent_profile": conversation.agent_profile_id,
-            },
+        # Plain SQL (chat_app.turn_sql): the same rows, without the ORM's compilation.
+        run = row_insert(
+            Run(
+                conversation=locked_row,
+                model=model or conversation.model,
+                profile_name=conversation.profile_name,
+                attended=attended,
+                options={
+                    "tools_on": conversation.tools_on,
+                    "web_search_on": conversation.web_search_on,
+                    "plan_mode": conversation.plan_mode,
+                    "agent_profile": conversation.agent_profile_id,
+                },
+            )
         )
-        message = Message.objects.create(conversation=locked_row, role="user", text=text, run=run)
+        message = row_insert(Message(conversation=locked_row, role="user", text=text, run=run))
         if not locked_row.title:
             locked_row.title = title_from_message(text)
         chosen = {field: getattr(conversation, field) for field in conversation_fields}
-        Conversation.objects.filter(pk=locked_row.pk).update(
-            **chosen, title=locked_row.title, updated=timezone.now()
+        row_update(
+            Conversation,
+            pk=locked_row.pk,
+            values={**chosen, "title": locked_row.title, "updated": timezone.now()},
         )
         conversation.title = locked_row.title
     return run, message
@@ -122,11 +134,9 @@ def run_finish(
     """
     with transaction.atomic(savepoint=False):  # a batch's transaction covers it
         # Only what is read here: the run's JSON fields (tools, explain) cost to decode.
-        run = (
-            Run.objects.select_for_update()
-            .only("id", "conversation_id", "status", "text", "error")
-            .get(pk=run_id)
-        )
+        run = run_for_finish(run_id=run_id)
+        if run is None:
+            raise Run.DoesNotExist(f"run {run_id!r} does not exist")
         if run.status != "running":
             closed = run.messages.filter(role="assistant").order_by("-id").first()
             if closed is not None:
@@ -142,15 +152,16 @@ def run_finish(
         # Only the reply's id is read back, after the block: one round trip on PostgreSQL.
         with connection.cursor() as cursor:
             with statements_pipelined():
-                Run.objects.filter(pk=run_id).update(**closed, lease_until=None)
+                # Plain SQL (chat_app.turn_sql): the same statements, not compiled each time.
+                row_update(Run, pk=run_id, values={**closed, "lease_until": None})
                 # Calls still open when the turn ended (stopped, errored) are closed with it.
-                run.tool_calls.filter(status__in=["running", "awaiting_approval"]).update(
+                tool_calls_close_open(
+                    run_id=run_id,
                     status="stopped" if status == "stopped" else "error",
-                    is_error=True,
-                    result_preview=f"turn {status}",
+                    preview=f"turn {status}",
                 )
                 # By id: loading the conversation to save one field cost a query and a model.
-                Conversation.objects.filter(pk=run.conversation_id).update(updated=now)
+                row_update(Conversation, pk=run.conversation_id, values={"updated": now})
                 stored = assistant_message_insert(
                     cursor,
                     conversation_id=run.conversation_id,

@@ -22,7 +22,8 @@ from chat_app.history_sql import (
     tool_call_close,
     tool_call_open,
 )
-from chat_app.models import Conversation, Run, ToolCallRecord
+from chat_app.models import Run
+from chat_app.turn_sql import row_update, run_conversation_todos_set, tool_call_status_set
 
 __all__ = ["run_record_events"]
 
@@ -33,6 +34,8 @@ def _apply_event(run_id: int, event: dict[str, Any]) -> None:
     """Keep the run's summary and tool-call rows in step with one event.
 
     Written by run id, without loading the run: most events touch only their own rows.
+    Plain SQL (``chat_app.turn_sql``): the ORM's compilation of these updates was most
+    of the CPU of writing a turn's history.
     """
     kind = event["type"]
     if kind == "tools_resolved":
@@ -45,7 +48,7 @@ def _apply_event(run_id: int, event: dict[str, Any]) -> None:
         }
         if event.get("model"):
             summary["model"] = event["model"]
-        Run.objects.filter(pk=run_id).update(**summary)
+        row_update(Run, pk=run_id, values=summary)
     elif kind == "tool_call_started":
         arguments = event.get("arguments")
         # One upsert (the same call may be announced again, e.g. by a nested run).
@@ -57,20 +60,16 @@ def _apply_event(run_id: int, event: dict[str, Any]) -> None:
             parent_call_id=event.get("parent_call_id") or "",
         )
     elif kind == "approval_requested":
-        ToolCallRecord.objects.filter(run_id=run_id, call_id=event["call_id"]).update(
-            status="awaiting_approval"
-        )
+        tool_call_status_set(run_id=run_id, call_id=event["call_id"], status="awaiting_approval")
     elif kind == "approval_resolved":
-        ToolCallRecord.objects.filter(run_id=run_id, call_id=event["call_id"]).update(
-            status="running" if event.get("approved") else "denied"
-        )
+        status = "running" if event.get("approved") else "denied"
+        tool_call_status_set(run_id=run_id, call_id=event["call_id"], status=status)
     elif kind == "tool_finished":
         _tool_call_finish(run_id, event)
     elif kind == "todo_updated":
-        conversation_id = Run.objects.filter(pk=run_id).values("conversation_id")
-        Conversation.objects.filter(pk__in=conversation_id).update(todos=event.get("todos", []))
+        run_conversation_todos_set(run_id=run_id, todos=event.get("todos", []))
     elif kind == "error":
-        Run.objects.filter(pk=run_id).update(error=event.get("message", ""))
+        row_update(Run, pk=run_id, values={"error": event.get("message", "")})
 
 
 def _tool_call_finish(run_id: int, event: dict[str, Any]) -> None:

@@ -18,7 +18,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Prefetch, QuerySet
 
 from chat_app.explain import explain_expand
-from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
+from chat_app.models import Conversation, Message, Run, ToolCallRecord
+from chat_app.turn_sql import conversation_history_rows, run_events_rows, run_tool_lists
 from openprogram.agent.events import HistoryMessage
 from openprogram.programs.explain_words import plain_reason
 from openprogram.programs.results import results_dir_for_user
@@ -88,16 +89,9 @@ def conversation_history(*, conversation: Conversation, before: Message) -> list
     Runs replaced by an edit or a regeneration are left out: the prompt follows the
     conversation as it now stands.
     """
-    rows = (
-        conversation.messages.filter(created__lte=before.created)
-        .exclude(pk=before.pk)
-        .exclude(run__superseded=True)
-    )
-    return [
-        HistoryMessage(role=role, content=text)
-        for role, text in rows.order_by("created", "id").values_list("role", "text")
-        if text.strip()
-    ]
+    # Every turn reads it: plain SQL, without the ORM's compilation (chat_app.turn_sql).
+    rows = conversation_history_rows(conversation_id=conversation.pk, before=before)
+    return [HistoryMessage(role=role, content=text) for role, text in rows if text.strip()]
 
 
 def conversation_transcript(*, conversation: Conversation) -> list[Run]:
@@ -145,12 +139,14 @@ def run_explain_groups(*, run: Run) -> list[dict[str, Any]]:
 
 def run_events(*, run_id: int, after_seq: int = 0) -> list[dict[str, Any]]:
     """The run's events as they were relayed (tools_resolved gets its lists back from the Run)."""
-    rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq")
-    events = [{**row.payload, "type": row.type, "seq": row.seq, "run_id": run_id} for row in rows]
+    # Every socket's catch-up reads it: plain SQL, without the ORM's compilation.
+    rows = run_events_rows(run_id=run_id, after_seq=after_seq)
+    events = [
+        {**payload, "type": kind, "seq": seq, "run_id": run_id} for seq, kind, payload in rows
+    ]
     for event in events:
         if event["type"] == "tools_resolved" and "tools" not in event:
-            run = Run.objects.only("tools", "deferred", "explain").get(pk=run_id)
-            event.update(tools=run.tools, deferred=run.deferred, explain=run.explain)
+            event.update(run_tool_lists(run_id=run_id))
     return events
 
 

@@ -16,14 +16,10 @@ from django.db import transaction
 from chat_app.approvals import conversation_allowed_tools
 from chat_app.models import Conversation
 from chat_app.schemas import TurnOptions
-from chat_app.selectors import (
-    conversation_get,
-    conversation_history,
-    model_key_problem,
-    workspace_for,
-)
+from chat_app.selectors import conversation_history, model_key_problem, workspace_for
 from chat_app.services import conversation_choose_options, run_start
-from openprogram_site.api_errors import UnprocessableError
+from chat_app.turn_sql import conversation_load
+from openprogram_site.api_errors import NotFoundError, UnprocessableError
 
 __all__ = ["PreparedTurn", "turn_prepare", "turn_request_kwargs"]
 
@@ -71,7 +67,9 @@ def turn_prepare(
     from usage_app.services import budget_refusal
 
     # Locked now: the run is opened under this lock (run_start), without loading it again.
-    conversation = conversation_get(owner=user, conversation_id=conversation_id, lock=True)
+    conversation = conversation_load(owner_id=user.pk, conversation_id=conversation_id, lock=True)
+    if conversation is None:
+        raise NotFoundError(f"conversation {conversation_id!r} not found")
     # Loaded by its owner: checking a chosen profile against it needs no query for the user.
     Conversation.owner.field.set_cached_value(conversation, user)
     # Saved by run_start's conversation UPDATE: one statement for the choices and the title.

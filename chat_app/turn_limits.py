@@ -12,13 +12,16 @@ after the time the message names.
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import cache, partial
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 
-from chat_app.models import Run
+from chat_app.models import Conversation, Run
 from openprogram_site.api_errors import ThrottledError
 
 __all__ = ["TURN_WINDOW", "turn_start_allow"]
@@ -37,28 +40,65 @@ def turn_start_allow(*, owner_id: int) -> None:
     concurrent = settings.OPENPROGRAM_MAX_CONCURRENT_TURNS
     if not per_minute and not concurrent:
         return
-    get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk").first()
     now = timezone.now()
-    runs = Run.objects.filter(conversation__owner_id=owner_id)
-    if concurrent:
-        # A run whose lease ran out belongs to a dead server; it holds no slot.
-        running = runs.filter(status="running", lease_until__gt=now)
-        if running.count() >= concurrent:
-            raise ThrottledError(
-                f"too many turns running: {concurrent} at once is the limit; "
-                "wait for one to finish or stop it",
-                retry_after=None,
-            )
-    if per_minute:
-        recent = list(
-            runs.filter(started__gt=now - TURN_WINDOW)
-            .order_by("-started")
-            .values_list("started", flat=True)[:per_minute]
+    # One statement: lock the owner's row, count the running runs (a run whose lease ran
+    # out belongs to a dead server and holds no slot) and read the start of the
+    # ``per_minute``-th latest run of the last minute (there is one: the limit is hit).
+    running, nth_recent = _owner_turns(
+        owner_id=owner_id, now=now, recent_after=now - TURN_WINDOW, nth=max(per_minute, 1)
+    )
+    if concurrent and running >= concurrent:
+        raise ThrottledError(
+            f"too many turns running: {concurrent} at once is the limit; "
+            "wait for one to finish or stop it",
+            retry_after=None,
         )
-        if len(recent) >= per_minute:
-            wait = math.ceil((recent[-1] + TURN_WINDOW - now).total_seconds())
-            raise ThrottledError(
-                f"too many turns: {per_minute} a minute is the limit; "
-                f"try again in {max(wait, 1)} s",
-                retry_after=max(wait, 1),
-            )
+    if per_minute and nth_recent is not None:
+        wait = math.ceil((nth_recent + TURN_WINDOW - now).total_seconds())
+        raise ThrottledError(
+            f"too many turns: {per_minute} a minute is the limit; try again in {max(wait, 1)} s",
+            retry_after=max(wait, 1),
+        )
+
+
+def _owner_turns(
+    *, owner_id: int, now: datetime, recent_after: datetime, nth: int
+) -> tuple[int, datetime | None]:
+    started = Run._meta.get_field("started")
+    moment = partial(started.get_db_prep_value, connection=connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _owner_turns_sql(),
+            [owner_id, "running", moment(now), owner_id, moment(recent_after), nth - 1, owner_id],
+        )
+        running, nth_started = cursor.fetchone()
+    if nth_started is not None:
+        for convert in (
+            *connection.ops.get_db_converters(started.cached_col),
+            *started.get_db_converters(connection),
+        ):
+            nth_started = convert(nth_started, started, connection)
+    return int(running or 0), nth_started
+
+
+@cache
+def _owner_turns_sql() -> str:
+    q = connection.ops.quote_name
+    run, conversation, user = Run._meta, Conversation._meta, get_user_model()._meta
+
+    def col(meta: Any, name: str) -> str:
+        return f"{q(meta.db_table)}.{q(meta.get_field(name).column)}"
+
+    owned_runs = (
+        f"FROM {q(run.db_table)} INNER JOIN {q(conversation.db_table)} "
+        f"ON {col(run, 'conversation')} = {col(conversation, 'id')} "
+        f"WHERE {col(conversation, 'owner')} = %s"
+    )
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return (
+        f"SELECT (SELECT COUNT(*) {owned_runs} AND {col(run, 'status')} = %s "
+        f"AND {col(run, 'lease_until')} > %s), "
+        f"(SELECT {col(run, 'started')} {owned_runs} AND {col(run, 'started')} > %s "
+        f"ORDER BY {col(run, 'started')} DESC LIMIT 1 OFFSET %s) "
+        f"FROM {q(user.db_table)} WHERE {q(user.pk.column)} = %s{lock}"
+    )

@@ -17,6 +17,7 @@ Every event is numbered, written to run history and then sent to the group
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import logging
 import time
@@ -42,13 +43,19 @@ __all__ = [
     "control_group",
     "events_group",
     "turn_control_send",
+    "turn_in_flight",
     "turn_run_to_completion",
     "turn_start",
+    "turns_started",
 ]
 
 _log = logging.getLogger(__name__)
 
 _active: dict[int, ActiveTurn] = {}
+_in_flight: collections.Counter[int] = collections.Counter()
+"""Turns per conversation from their start until their task has ended (every event
+written): longer than ``_active``, which a turn leaves before its reply is stored."""
+_starts = 0
 
 
 def events_group(conversation_id: int) -> str:
@@ -58,6 +65,28 @@ def events_group(conversation_id: int) -> str:
 def active_turn(conversation_id: int) -> ActiveTurn | None:
     """The turn this process is running for ``conversation_id``, if any."""
     return _active.get(conversation_id)
+
+
+def turn_in_flight(conversation_id: int) -> bool:
+    """True from a turn's start in this process until its last event is in history."""
+    return _in_flight[conversation_id] > 0
+
+
+def turns_started() -> int:
+    """How many turns this process has started (a connecting socket compares two reads)."""
+    return _starts
+
+
+def _flight_begin(conversation_id: int) -> None:
+    global _starts
+    _starts += 1
+    _in_flight[conversation_id] += 1
+
+
+def _flight_end(conversation_id: int) -> None:
+    _in_flight[conversation_id] -= 1
+    if _in_flight[conversation_id] <= 0:
+        del _in_flight[conversation_id]
 
 
 def single_process_layer() -> bool:
@@ -295,6 +324,7 @@ async def turn_start(
     # Hold the slot while the run is prepared, so a second message cannot slip in.
     turn = ActiveTurn(conversation_id=conversation_id, owner_id=user.pk, run_id=0, request=None)
     _active[conversation_id] = turn
+    _flight_begin(conversation_id)
     try:
         prepared = await run_batched(
             turn_prepare,
@@ -308,6 +338,7 @@ async def turn_start(
         )
     except BaseException:
         _active.pop(conversation_id, None)
+        _flight_end(conversation_id)
         raise
     turn.run_id = prepared.run_id
     turn.allowed_tools = set(prepared.allowed_tools)
@@ -327,6 +358,7 @@ async def turn_start(
             replaces=replaces,
         )
     )
+    turn.task.add_done_callback(lambda _task: _flight_end(conversation_id))
     return turn
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from channels.db import database_sync_to_async
+from django.utils import timezone
 
 from chat_app.models import Run
 from chat_app.services import conversation_create
+from chat_app.turn_limits import turn_start_allow
+from openprogram_site.api_errors import ThrottledError
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
 pytestmark = [
@@ -63,3 +68,37 @@ async def test_bobs_turns_do_not_count_against_alice(
     assert finished["status"] == "completed"
     await bob_socket.disconnect()
     await alice_socket.disconnect()
+
+
+def _runs(owner, *, count: int, **fields) -> None:
+    conversation = conversation_create(owner=owner)
+    for _ in range(count):
+        run = Run.objects.create(conversation=conversation, model="offline", **fields)
+        if "started" in fields:  # auto_now_add ignores the value given on create
+            Run.objects.filter(pk=run.pk).update(started=fields["started"])
+
+
+def test_a_run_whose_lease_ran_out_holds_no_slot(alice, settings):
+    settings.OPENPROGRAM_MAX_CONCURRENT_TURNS, settings.OPENPROGRAM_TURNS_PER_MINUTE = 2, 0
+    _runs(alice, count=1, status="running")
+    _runs(alice, count=3, status="running", lease_until=timezone.now() - timedelta(seconds=1))
+    _runs(alice, count=3, status="completed")
+    turn_start_allow(owner_id=alice.pk)  # one live run of two allowed
+    _runs(alice, count=1, status="running")
+    with pytest.raises(ThrottledError, match="2 at once is the limit"):
+        turn_start_allow(owner_id=alice.pk)
+
+
+def test_the_minute_limit_counts_the_last_minute_and_says_when_to_retry(alice, bob, settings):
+    settings.OPENPROGRAM_MAX_CONCURRENT_TURNS, settings.OPENPROGRAM_TURNS_PER_MINUTE = 0, 3
+    now = timezone.now()
+    _runs(alice, count=5, status="completed", started=now - timedelta(seconds=90))
+    _runs(bob, count=5, status="completed", started=now - timedelta(seconds=5))
+    _runs(alice, count=1, status="completed", started=now - timedelta(seconds=40))
+    _runs(alice, count=1, status="completed", started=now - timedelta(seconds=10))
+    turn_start_allow(owner_id=alice.pk)  # two in the last minute (bob's do not count)
+    _runs(alice, count=1, status="completed", started=now - timedelta(seconds=2))
+    with pytest.raises(ThrottledError, match="3 a minute is the limit") as refused:
+        turn_start_allow(owner_id=alice.pk)
+    # The third latest start (40 s ago) leaves the window in about 20 s.
+    assert 18 <= refused.value.retry_after <= 21

@@ -15,11 +15,11 @@ from tools_app.models import AgentProfile, Tool, ToolProfile
 
 pytestmark = pytest.mark.django_db
 
-TURN_START_STATEMENTS = 11
-"""Conversation lock, profiles + global disables (one), running runs, the turn limits'
-three, INSERT run, INSERT message, one conversation UPDATE (title, updated and the
-composer's choices), history, the budget (moved here from the first model call's own
-job). Was 12 + the budget's (13 + with a named profile, 14 + with an agent's model)."""
+TURN_START_STATEMENTS = 9
+"""Conversation lock, profiles + global disables (one), running runs, the turn limits
+(one: owner lock, running count and the last minute's starts), INSERT run, INSERT
+message, one conversation UPDATE (title, updated and the composer's choices), history,
+the budget. Was 11 with the limits' three statements."""
 
 
 def _prepare(user, conversation_id, **options):
@@ -33,7 +33,7 @@ def _prepare(user, conversation_id, **options):
     )
 
 
-def test_a_turn_start_as_the_socket_sends_it_costs_eleven_statements(alice):
+def test_a_turn_start_as_the_socket_sends_it_costs_nine_statements(alice):
     conversation = conversation_create(owner=alice, model="offline")
     with CaptureQueriesContext(connection) as queries:
         _prepare(alice, conversation.pk, model="offline")
