@@ -23,12 +23,21 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tests.servers import free_port
 
-__all__ = ["postgres_available", "postgres_database"]
+__all__ = ["postgres_available", "postgres_database", "postgres_server_pid"]
+
+_server_pids: dict[str, int] = {}
+"""The postmaster of each private cluster running now, by the URL it was yielded as."""
 
 
 def _bin_dir() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
     return Path(found[-1]) if found else None
+
+
+def postgres_server_pid(url: str) -> int | None:
+    """The server process (postmaster) behind ``url`` when this module started it, else
+    None (a ``TEST_POSTGRES_URL`` server is shared: its CPU is not one bench's)."""
+    return _server_pids.get(url)
 
 
 def postgres_available() -> bool:
@@ -78,6 +87,7 @@ def _private_cluster() -> Iterator[str]:
             raise RuntimeError(f"{command[0]} failed: {done.stderr.strip() or done.stdout.strip()}")
 
     cluster, log = str(data / "db"), str(data / "log")
+    url = f"postgres://openprogram@127.0.0.1:{port}/openprogram"
     options = (
         f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c synchronous_commit=off "
         "-c max_connections=200"
@@ -95,8 +105,10 @@ def _private_cluster() -> Iterator[str]:
             "openprogram",
             "openprogram",
         )
-        yield f"postgres://openprogram@127.0.0.1:{port}/openprogram"
+        _server_pids[url] = int((Path(cluster) / "postmaster.pid").read_text().split()[0])
+        yield url
     finally:
+        _server_pids.pop(url, None)
         with contextlib.suppress(RuntimeError):
             run(str(bin_dir / "pg_ctl"), "-D", cluster, "-m", "fast", "-w", "stop")
         shutil.rmtree(data, ignore_errors=True)

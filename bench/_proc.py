@@ -20,6 +20,7 @@ __all__ = [
     "process_cpu_seconds",
     "process_peak_rss_bytes",
     "process_rss_bytes",
+    "process_tree_cpu_seconds",
 ]
 
 BENCH_CLIENTS = "bench clients"
@@ -32,11 +33,31 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds ``pid`` has used so far, all its threads included."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    # The command name (field 2) may hold spaces; fields after its ")" are fixed.
-    fields = stat.rsplit(")", 1)[1].split()
-    utime, stime = int(fields[11]), int(fields[12])
-    return (utime + stime) / _TICKS
+    # The command name (field 2) may hold spaces; fields after its ")" are fixed
+    # (utime, stime, then cutime, cstime: the children's that were waited for).
+    return _cpu_fields(pid, children=False)
+
+
+def process_tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds ``pid`` and its children have used so far: its own, its reaped children's
+    (``cutime``/``cstime``) and its live children's (with theirs). For a server that forks
+    a process per client (PostgreSQL's backends), whose children come and go."""
+    total = _cpu_fields(pid, children=True)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it exited meanwhile
+            continue
+        if int(fields[1]) == pid:
+            total += sum(int(f) for f in fields[11:15]) / _TICKS
+    return total
+
+
+def _cpu_fields(pid: int, *, children: bool) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11 : 15 if children else 13]) / _TICKS
 
 
 def process_rss_bytes(pid: int) -> int:
@@ -72,8 +93,10 @@ class CpuWindow:
     it), so a table can show how much of the machine's cores the server had to itself.
     """
 
-    def __init__(self, pids: Mapping[str, int]) -> None:
+    def __init__(self, pids: Mapping[str, int], trees: Mapping[str, int] | None = None) -> None:
         self._pids = dict(pids)
+        self._trees = dict(trees or {})
+        """Processes measured with their children (:func:`process_tree_cpu_seconds`)."""
         self._started: dict[str, float] = {}
         self._began = 0.0
         self.used: dict[str, float] = {}
@@ -81,6 +104,7 @@ class CpuWindow:
 
     def _now(self) -> dict[str, float]:
         now = {label: process_cpu_seconds(pid) for label, pid in self._pids.items()}
+        now |= {label: process_tree_cpu_seconds(pid) for label, pid in self._trees.items()}
         now[BENCH_CLIENTS] = time.process_time()
         now[MACHINE] = machine_busy_seconds()
         return now

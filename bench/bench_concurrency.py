@@ -9,7 +9,10 @@ first, then all send at once; a turn's latency runs from its send to its
 far it got on the socket (frames, the last one, whether ``turn_finished`` came), what
 the server's history says about its run, and the server log's warnings. Server CPU is
 the user + system time of the daphne process(es) during the load (``/proc``), divided
-by the turns: what a turn costs the server, whoever else shares the machine. Next to it,
+by the turns: what a turn costs the server, whoever else shares the machine; on
+PostgreSQL, next to it, what the database server's processes (the postmaster and every
+backend, ``bench._proc.process_tree_cpu_seconds``) used per turn, when this bench
+started that server (a ``TEST_POSTGRES_URL`` server is shared). Next to those,
 the rig: the CPU of the bench's own clients (this process) per turn, and how busy the
 whole machine was (``/proc/stat``, every process) over the load, so a reader sees what
 the server had to share. The ceiling is the bare Channels echo consumer of
@@ -37,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench._postgres import postgres_available, postgres_database
+from bench._postgres import postgres_available, postgres_database, postgres_server_pid
 from bench._proc import BENCH_CLIENTS, MACHINE, CpuWindow
 from bench._util import print_table, ratio
 from bench._ws import (
@@ -166,7 +169,13 @@ async def _echoes(urls: list[str], count: int) -> list[float]:
     return [s[0] * 1000 for s in samples]
 
 
-def _run(label: str, servers: list[DaphneServer], turns: int) -> _Outcome:
+_DATABASE = "database server"
+"""The CpuWindow label of a PostgreSQL server this bench started (all its processes)."""
+
+
+def _run(
+    label: str, servers: list[DaphneServer], turns: int, database_pid: int | None = None
+) -> _Outcome:
     seats = chat_seats_create(servers[0], count=turns + len(servers))
     chats, warmups = seats[:turns], seats[turns:]
     for server in servers:
@@ -176,7 +185,10 @@ def _run(label: str, servers: list[DaphneServer], turns: int) -> _Outcome:
         # Each process's first turn loads what turns need: keep that out of the figures.
         for url, seat in zip(urls, warmups, strict=True):
             asyncio.run(chat_turn(url, seat, _TURN_TEXT, timeout=_TURN_TIMEOUT))
-        cpu = CpuWindow({f"server {i}": s.proc.pid for i, s in enumerate(servers) if s.proc})
+        cpu = CpuWindow(
+            {f"server {i}": s.proc.pid for i, s in enumerate(servers) if s.proc},
+            trees={_DATABASE: database_pid} if database_pid else None,
+        )
         cpu.start()
         outcomes = asyncio.run(_chats(urls, chats))
         cpu.stop()
@@ -228,19 +240,22 @@ def _options(argv: list[str]) -> argparse.Namespace:
 
 
 @contextlib.contextmanager
-def _setups(tmp: Path, only: list[str]) -> Iterator[list[tuple[str, list[DaphneServer]]]]:
-    """(label, servers) of each configuration, the services they need running meanwhile."""
+def _setups(
+    tmp: Path, only: list[str]
+) -> Iterator[list[tuple[str, list[DaphneServer], int | None]]]:
+    """(label, servers, PostgreSQL server pid) of each configuration, the services they
+    need running meanwhile."""
     with contextlib.ExitStack() as stack:
-        setups: list[tuple[str, list[DaphneServer]]] = []
+        setups: list[tuple[str, list[DaphneServer], int | None]] = []
         if "sqlite" in only:
             single = make_server(tmp / "sqlite")
             single.create_users()
-            setups.append(("1 daphne process, SQLite", [single]))
+            setups.append(("1 daphne process, SQLite", [single], None))
         if "postgres" in only and postgres_available():
             url = stack.enter_context(postgres_database())
             server = make_server(tmp / "postgres", DATABASE_URL=url)
             server.create_users()
-            setups.append(("1 daphne process, PostgreSQL", [server]))
+            setups.append(("1 daphne process, PostgreSQL", [server], postgres_server_pid(url)))
         elif "postgres" in only:
             print("PostgreSQL is not installed: its run is left out (make system-deps)")
         if "redis" in only:
@@ -248,7 +263,7 @@ def _setups(tmp: Path, only: list[str]) -> Iterator[list[tuple[str, list[DaphneS
             first = make_server(tmp / "shared", REDIS_URL=redis_url)
             first.create_users()
             second = make_server(tmp / "shared", REDIS_URL=redis_url)
-            setups.append(("2 daphne processes, SQLite + Redis", [first, second]))
+            setups.append(("2 daphne processes, SQLite + Redis", [first, second], None))
         yield setups
 
 
@@ -264,18 +279,19 @@ def _rows(outcome: _Outcome) -> list[list[object]]:
             f"{percentile(done, 95):.0f}",
             f"{cpu.wall:.1f} s",
             f"{server_cpu * 1000 / turns:.1f} ms",
+            f"{cpu.used[_DATABASE] * 1000 / turns:.1f} ms" if _DATABASE in cpu.used else "",
             f"{cpu.used[BENCH_CLIENTS] * 1000 / turns:.1f} ms",
             f"{100 * cpu.share(MACHINE):.0f} %",
             ratio(p50, echo_p50),
         ]
     else:
-        turn += [""] * 7
+        turn += [""] * 8
     echo: list[object] = [
         f"{outcome.label}: bare Channels echo (ceiling)",
         f"{len(outcome.echo_ms)} of {turns}",
         f"{echo_p50:.1f}",
         f"{percentile(outcome.echo_ms, 95):.1f}",
-        *[""] * 4,
+        *[""] * 5,
         "1.00×",
     ]
     return [turn, echo]
@@ -285,8 +301,8 @@ def main(argv: list[str] | None = None) -> None:
     options = _options(sys.argv[1:] if argv is None else argv)
     outcomes: list[_Outcome] = []
     with tempfile.TemporaryDirectory() as tmp, _setups(Path(tmp), options.only) as setups:
-        for label, servers in setups:
-            outcomes.append(_run(label, servers, options.turns))
+        for label, servers, database_pid in setups:
+            outcomes.append(_run(label, servers, options.turns, database_pid))
     print_table(
         f"{options.turns} simultaneous WebSocket chats, offline model (latency in ms)",
         [
@@ -296,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
             "p95",
             "wall time",
             "server CPU per turn",
+            "PostgreSQL server CPU per turn",
             "bench clients CPU per turn",
             f"machine busy (of {100 * (os.cpu_count() or 1)} %)",
             "p50 vs echo",

@@ -195,14 +195,54 @@ def _seen_plain(*, seen: list[bool]) -> None:
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="pipelines are PostgreSQL's")
-async def test_consecutive_write_only_jobs_of_a_batch_share_one_pipeline():
+async def test_the_write_only_jobs_of_a_batch_share_one_pipeline_even_between_other_jobs():
     seen: list[bool] = []
 
     await asyncio.gather(
         run_batched(_first_in_line),
         run_batched(_seen_pipeline, seen=seen),
-        run_batched(_seen_pipeline, seen=seen),
         run_batched(_seen_plain, seen=seen),
+        run_batched(_seen_pipeline, seen=seen),
     )
 
     assert seen == [True, True, False]
+
+
+@write_only
+def _logged_write(*, log: list[str], name: str) -> None:
+    log.append(name)
+
+
+def _logged_read(*, log: list[str], name: str) -> str:
+    log.append(name)
+    return f"read {name}"
+
+
+async def test_a_batch_runs_its_writes_first_in_their_order_and_each_caller_gets_its_own_result():
+    log: list[str] = []
+
+    results = await asyncio.gather(
+        run_batched(_first_in_line),
+        run_batched(_logged_read, log=log, name="budget"),
+        run_batched(_logged_write, log=log, name="step 1"),
+        run_batched(_logged_read, log=log, name="start"),
+        run_batched(_logged_write, log=log, name="step 2"),
+    )
+
+    assert log == ["step 1", "step 2", "budget", "start"]
+    assert results[1:] == ["read budget", None, "read start", None]
+
+
+async def test_steps_batched_between_other_jobs_keep_their_order_in_history(alice):
+    run = await _running_run(alice)
+    log: list[str] = []
+
+    await asyncio.gather(
+        run_batched(_first_in_line),
+        run_batched(_history_write, run_id=run.pk, owner_id=alice.pk, events=_step(1)),
+        run_batched(_logged_read, log=log, name="budget"),
+        run_batched(_history_write, run_id=run.pk, owner_id=alice.pk, events=_step(5)),
+    )
+
+    assert await asyncio.to_thread(_seqs, run) == list(range(1, 9))
+    assert log == ["budget"]
