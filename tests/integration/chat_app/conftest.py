@@ -67,6 +67,14 @@ async def no_leftover_turns():
 
 
 @pytest.fixture
+def conversation(alice):
+    """Alice's new conversation (a module may define its own)."""
+    from chat_app.services import conversation_create
+
+    return conversation_create(owner=alice)
+
+
+@pytest.fixture
 def asgi_application(transactional_db):
     """The real ASGI app; imported outside the event loop (start-up touches the database)."""
     from openprogram_site.asgi import application

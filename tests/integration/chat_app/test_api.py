@@ -10,11 +10,6 @@ from chat_app.services import conversation_create
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
-
-
 def test_alice_creates_and_lists_her_conversations(alice_client):
     created = alice_client.post(
         "/api/conversations", {"title": "Plans"}, content_type="application/json"

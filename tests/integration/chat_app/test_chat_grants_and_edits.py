@@ -22,11 +22,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
-
-
 async def _approve_once(socket, text: str, *, remember: bool) -> list[dict]:
     await socket.send_json_to({"type": "user_message", "text": text})
     asked = (await receive_until(socket, of_type("approval_requested")))[-1]

@@ -11,18 +11,12 @@ from channels.layers import get_channel_layer
 
 from chat_app import consumers, turns
 from chat_app.consumers import CLOSE_NOT_FOUND
-from chat_app.services import conversation_create
 from tests.integration.chat_app.conftest import close_code, of_type, open_socket, receive_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("asgi_application", "no_leftover_turns"),
 ]
-
-
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
 
 
 @pytest.fixture

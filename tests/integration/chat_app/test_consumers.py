@@ -12,7 +12,6 @@ from channels.layers import get_channel_layer
 
 from chat_app.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from chat_app.models import Run, RunEvent, ToolCallRecord
-from chat_app.services import conversation_create
 from chat_app.turns import control_group
 from openprogram.providers.offline import CHUNK_CHARS
 from openprogram_site.origins import CLOSE_FOREIGN_ORIGIN
@@ -23,11 +22,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("asgi_application", "no_leftover_turns"),
 ]
-
-
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
 
 
 async def _run_record(run_id: int) -> Run:

@@ -18,18 +18,12 @@ from django.utils import timezone
 from chat_app.models import Message, Run, RunEvent
 from chat_app.services import (
     ORPHANED_RUN_ERROR,
-    conversation_create,
     run_expire_orphans,
     run_renew_lease,
 )
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
 
 
 def _running_run(conversation, *, lease_seconds: float) -> Run:

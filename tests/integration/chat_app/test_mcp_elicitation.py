@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 from channels.layers import get_channel_layer
 
-from chat_app.services import conversation_create
 from chat_app.turns import control_group
 from openprogram.mcp import Backoff, MCPManager
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
@@ -20,11 +19,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("asgi_application", "no_leftover_turns"),
 ]
-
-
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
 
 
 @pytest.fixture(params=[MODERN, LEGACY])

@@ -9,7 +9,6 @@ from chat_app.schemas import TurnOptions
 from chat_app.services import (
     NO_AGENT,
     conversation_apply_options,
-    conversation_create,
     run_finish,
     run_record_events,
     run_start,
@@ -17,11 +16,6 @@ from chat_app.services import (
 from openprogram_site.api_errors import ConflictError
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
 
 
 def test_the_title_comes_from_the_first_message(conversation):

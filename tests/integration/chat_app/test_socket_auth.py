@@ -6,18 +6,12 @@ import pytest
 from channels.db import database_sync_to_async
 
 from chat_app.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
-from chat_app.services import conversation_create
 from tests.integration.chat_app.conftest import close_code, of_type, open_socket, receive_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("asgi_application", "no_leftover_turns"),
 ]
-
-
-@pytest.fixture
-def conversation(alice):
-    return conversation_create(owner=alice)
 
 
 async def test_alice_logged_in_drives_her_conversation(conversation, alice_cookie):
