@@ -49,12 +49,18 @@ _MERGED_UPDATE_CHARS = 20_000
 """Merged tool output keeps its tail: tabs and run history show the last 20,000 characters."""
 
 
-def coalesce_streamed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def coalesce_streamed(events: list[dict[str, Any]], *, parts: bool = False) -> list[dict[str, Any]]:
     """Merge runs of text deltas (and of one call's tool output) into single events.
 
-    Other events pass through unchanged and in place.
+    Other events pass through unchanged and in place. A merged event carries the last
+    piece's ``seq``. With ``parts`` (frames for tabs) it also lists its pieces as
+    ``[[seq, length], ...]``, lengths in UTF-16 code units as a browser counts them: a tab
+    whose catch-up from history already holds the first pieces (it joined while they
+    waited in a window) skips exactly those and renders the rest once.
     """
     merged: list[dict[str, Any]] = []
+    pieces: dict[int, list[tuple[int, str]]] = {}
+    """Index in ``merged`` → its pieces, for merged events only."""
     for event in events:
         last = merged[-1] if merged else None
         if (
@@ -63,13 +69,33 @@ def coalesce_streamed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and last["type"] == event["type"]
             and last.get("call_id") == event.get("call_id")
         ):
+            index = len(merged) - 1
+            if index not in pieces:
+                pieces[index] = [(last.get("seq", 0), last["text"])]
+            pieces[index].append((event.get("seq", 0), event["text"]))
             text = last["text"] + event["text"]
             if event["type"] == "tool_update":
                 text = text[-_MERGED_UPDATE_CHARS:]
             merged[-1] = {**event, "text": text}
         else:
             merged.append(dict(event))
+    if parts:
+        for index, merged_pieces in pieces.items():
+            merged[index]["parts"] = _parts(merged_pieces, kept=len(merged[index]["text"]))
     return merged
+
+
+def _parts(pieces: list[tuple[int, str]], *, kept: int) -> list[list[int]]:
+    """``[seq, UTF-16 length]`` of each piece in the ``kept`` last characters."""
+    out: list[list[int]] = []
+    for seq, text in reversed(pieces):
+        if kept <= 0:
+            break
+        visible = text[-kept:]
+        kept -= len(visible)
+        out.append([seq, len(visible.encode("utf-16-le")) // 2])
+    out.reverse()
+    return out
 
 
 async def group_send_safely(group: str, message: dict[str, Any]) -> None:
@@ -117,7 +143,7 @@ class GroupRelay:
             # on the lock, not join a window that is about to go.
             self._close_now()
             waiting, self._waiting = self._waiting, []
-            await self._send_all(coalesce_streamed([*waiting, *events]))
+            await self._send_all(coalesce_streamed([*waiting, *events], parts=True))
             if streamed:
                 self._window_until = loop.time() + RELAY_WINDOW_SECONDS
 
@@ -139,7 +165,7 @@ class GroupRelay:
             if not waiting:
                 return
             self._close_now()
-            await self._send_all(coalesce_streamed(waiting))
+            await self._send_all(coalesce_streamed(waiting, parts=True))
             # More may come: they wait for the next window.
             self._window_until = asyncio.get_running_loop().time() + RELAY_WINDOW_SECONDS
 

@@ -267,6 +267,11 @@
       const block = runBlock(event.run_id);
       const last = Number(block.dataset.lastSeq || 0);
       if (event.seq <= last) return; // already rendered (catch-up and live overlap)
+      if (event.parts && event.parts[0][0] <= last) {
+        // Merged pieces, the first ones already here from the catch-up: skip just those.
+        const skip = event.parts.filter(([seq]) => seq <= last).reduce((n, [, len]) => n + len, 0);
+        event = { ...event, text: event.text.slice(skip) };
+      }
       block.dataset.lastSeq = String(event.seq);
       switch (event.type) {
         case "user_message":

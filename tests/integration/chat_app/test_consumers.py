@@ -10,9 +10,10 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
+from chat_app import relay as relay_module
 from chat_app.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from chat_app.models import Run, RunEvent, ToolCallRecord
-from chat_app.turns import control_group
+from chat_app.turns import active_turn, control_group
 from openprogram.providers.offline import CHUNK_CHARS
 from openprogram_site.origins import CLOSE_FOREIGN_ORIGIN
 from openprogram_site.ws_limits import CLOSE_TOO_LARGE
@@ -351,7 +352,8 @@ async def test_a_tab_opened_mid_stream_has_every_piece_once_from_catch_up_and_li
     late, _, _ = await open_socket(conversation, alice_cookie)
     catch_up = await late.receive_json_from(timeout=30)
     live = await _finish(late)
-    seen = catch_up["events"] + [f for f in live if f["seq"] > catch_up["events"][-1]["seq"]]
+    last = catch_up["events"][-1]["seq"]
+    seen = catch_up["events"] + [_unseen_part(f, last) for f in live if f["seq"] > last]
     everything += await _finish(first)
 
     def ticks(events):
@@ -359,6 +361,48 @@ async def test_a_tab_opened_mid_stream_has_every_piece_once_from_catch_up_and_li
 
     assert catch_up["status"] == "running" and ticks(catch_up["events"])
     assert ticks(seen) == ticks(everything)
+    assert ticks(everything).endswith(f"tick {ticks(everything).count('tick')}\n")
+    await first.disconnect()
+    await late.disconnect()
+
+
+def _unseen_part(frame: dict, last: int) -> dict:
+    """What the page renders of a live frame after a catch-up ending at ``last``
+    (static/js/chat-transcript.js: the pieces a merged frame lists up to ``last`` skipped)."""
+    parts = frame.get("parts") or []
+    skip = sum(length for seq, length in parts if seq <= last)
+    return {**frame, "text": frame.get("text", "")[skip:]}
+
+
+async def test_a_tab_joining_while_pieces_wait_in_the_relay_window_shows_each_once(
+    conversation, alice_cookie, chat_tools, monkeypatch
+):
+    # The window stays open until the tool ends: every tick after the first waits in it,
+    # those before the late tab's catch-up as well as those after it.
+    monkeypatch.setattr(relay_module, "RELAY_WINDOW_SECONDS", 600.0)
+    first, _, _ = await open_socket(conversation, alice_cookie)
+    await first.send_json_to({"type": "user_message", "text": "/ticker seconds=3"})
+    # The first tick goes out with the call's start; the second alone, opening the window.
+    everything = await receive_until(first, of_type("tool_update"))
+    everything += await receive_until(first, of_type("tool_update"))
+    opener = everything[-1]["seq"]
+    turn = active_turn(conversation.pk)
+    async with asyncio.timeout(60):  # more ticks emitted since: they wait in the window
+        while turn.seq < opener + 3:
+            await asyncio.sleep(0.01)
+    late, _, _ = await open_socket(conversation, alice_cookie)
+    catch_up = await late.receive_json_from(timeout=30)
+    live = await _finish(late)
+    everything += await _finish(first)
+
+    def ticks(events):
+        return "".join(e["text"] for e in events if e["type"] == "tool_update")
+
+    last = catch_up["events"][-1]["seq"]
+    straddling = [f for f in live if f.get("parts") and f["parts"][0][0] <= last < f["seq"]]
+    assert straddling, "the case under test: a merged frame beginning with caught-up pieces"
+    shown = catch_up["events"] + [_unseen_part(f, last) for f in live if f["seq"] > last]
+    assert ticks(shown) == ticks(everything)
     assert ticks(everything).endswith(f"tick {ticks(everything).count('tick')}\n")
     await first.disconnect()
     await late.disconnect()

@@ -195,14 +195,19 @@ async def test_pieces_inside_the_window_wait_and_go_out_merged_when_it_closes(wi
     [tab] = await _direct_tabs("relay.window", 1)
     relay = GroupRelay("relay.window")
 
-    for piece in ("a", "b", "c"):
-        await relay.send({"type": "text_delta", "text": piece})
-    assert [_events(message) for message in tab] == [[{"type": "text_delta", "text": "a"}]]
+    for seq, piece in enumerate(("a", "b", "c"), start=1):
+        await relay.send({"type": "text_delta", "text": piece, "seq": seq})
+    assert [_events(message) for message in tab] == [
+        [{"type": "text_delta", "text": "a", "seq": 1}]
+    ]
 
     async with asyncio.timeout(60):
         while len(tab) < 2:
             await asyncio.sleep(wide_window / 4)
-    assert _events(tab[1]) == [{"type": "text_delta", "text": "bc"}]
+    # One frame with the last piece's seq, listing its pieces for a tab that has some.
+    assert _events(tab[1]) == [
+        {"type": "text_delta", "text": "bc", "seq": 3, "parts": [[2, 1], [3, 1]]}
+    ]
 
 
 async def test_an_event_after_waiting_pieces_sends_them_first_in_order(wide_window):
@@ -220,3 +225,19 @@ async def test_an_event_after_waiting_pieces_sends_them_first_in_order(wide_wind
             {"type": "turn_finished", "stop_reason": "completed"},
         ],
     ]
+
+
+def test_merged_frames_list_their_pieces_in_utf16_units_and_only_what_they_keep():
+    events = [
+        {"type": "text_delta", "text": "a😀", "seq": 4},
+        {"type": "text_delta", "text": "bc", "seq": 5},
+        {"type": "tool_update", "call_id": "x", "text": "x" * 15_000, "seq": 6},
+        {"type": "tool_update", "call_id": "x", "text": "y" * 15_000, "seq": 7},
+        {"type": "text_delta", "text": "lone", "seq": 8},
+    ]
+    text, output, lone = coalesce_streamed(events, parts=True)
+    assert (text["seq"], text["text"], text["parts"]) == (5, "a😀bc", [[4, 3], [5, 2]])
+    assert output["parts"] == [[6, 5_000], [7, 15_000]]  # the tail of 20,000 characters
+    assert sum(length for _, length in output["parts"]) == len(output["text"])
+    assert "parts" not in lone  # nothing merged, nothing to list
+    assert all("parts" not in event for event in coalesce_streamed(events))  # history's
