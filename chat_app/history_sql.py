@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -30,6 +29,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from chat_app.models import Message, RunEvent, ToolCallRecord
+from chat_app.raw_sql import column, db_value, table
 from usage_app.models import ModelCall
 
 __all__ = [
@@ -51,25 +51,11 @@ _ledger_savepoints = itertools.count()
 _CALL_RESULT = ("result_preview", "is_error", "truncated", "full_result_path", "duration_ms")
 
 
-def _prep(model: type[Model], name: str, value: Any) -> Any:
-    return model._meta.get_field(name).get_db_prep_save(value, connection)
-
-
-@cache
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-@cache
-def _column(model: type[Model], name: str) -> str:
-    return connection.ops.quote_name(model._meta.get_field(name).column)
-
-
 def _insert_sql(model: type[Model], names: Iterable[str]) -> str:
     names = list(names)
-    columns = ", ".join(_column(model, name) for name in names)
+    columns = ", ".join(column(model, name) for name in names)
     marks = ", ".join(["%s"] * len(names))
-    return f"INSERT INTO {_table(model)} ({columns}) VALUES ({marks})"
+    return f"INSERT INTO {table(model)} ({columns}) VALUES ({marks})"
 
 
 def _rows_insert(model: type[Model], names: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
@@ -79,18 +65,18 @@ def _rows_insert(model: type[Model], names: Sequence[str], rows: list[tuple[Any,
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
             values = ", ".join([f"({', '.join(['%s'] * len(names))})"] * len(chunk))
-            columns = ", ".join(_column(model, name) for name in names)
+            columns = ", ".join(column(model, name) for name in names)
             cursor.execute(
-                f"INSERT INTO {_table(model)} ({columns}) VALUES {values}",
+                f"INSERT INTO {table(model)} ({columns}) VALUES {values}",
                 [value for row in chunk for value in row],
             )
 
 
 def run_events_insert(*, run_id: int, events: list[tuple[int, str, dict[str, Any]]]) -> None:
     """Append ``(seq, type, payload)`` rows to run ``run_id``'s history."""
-    now = _prep(RunEvent, "created", timezone.now())
+    now = db_value(RunEvent, "created", timezone.now())
     rows = [
-        (run_id, seq, kind, _prep(RunEvent, "payload", payload), now)
+        (run_id, seq, kind, db_value(RunEvent, "payload", payload), now)
         for seq, kind, payload in events
     ]
     _rows_insert(RunEvent, ("run", "seq", "type", "payload", "created"), rows)
@@ -121,9 +107,9 @@ def model_calls_insert(
     """Ledger rows (``usage_app.services.model_call_fields``) for a step's model calls,
     under ``savepoint``: if the database refuses them, :func:`ledger_rollback` takes
     back just these rows (pipelined on PostgreSQL, the savepoint costs no round trip)."""
-    now = _prep(ModelCall, "created", timezone.now())
+    now = db_value(ModelCall, "created", timezone.now())
     rows = [
-        (user_id, run_id, *(_prep(ModelCall, n, call[n]) for n in _LEDGER[2:-1]), now)
+        (user_id, run_id, *(db_value(ModelCall, n, call[n]) for n in _LEDGER[2:-1]), now)
         for call in calls
     ]
     with connection.cursor() as cursor:
@@ -155,7 +141,7 @@ def tool_call_open(
         "run": run_id,
         "call_id": call_id,
         "name": name,
-        "arguments": _prep(ToolCallRecord, "arguments", arguments),
+        "arguments": db_value(ToolCallRecord, "arguments", arguments),
         "status": "running",
         "result_preview": "",
         "is_error": False,
@@ -163,13 +149,13 @@ def tool_call_open(
         "full_result_path": "",
         "duration_ms": 0.0,
         "parent_call_id": parent_call_id,
-        "created": _prep(ToolCallRecord, "created", timezone.now()),
+        "created": db_value(ToolCallRecord, "created", timezone.now()),
     }
     updated = ", ".join(
-        f"{_column(ToolCallRecord, n)} = EXCLUDED.{_column(ToolCallRecord, n)}"
+        f"{column(ToolCallRecord, n)} = EXCLUDED.{column(ToolCallRecord, n)}"
         for n in ("name", "arguments", "parent_call_id")
     )
-    conflict = f"{_column(ToolCallRecord, 'run')}, {_column(ToolCallRecord, 'call_id')}"
+    conflict = f"{column(ToolCallRecord, 'run')}, {column(ToolCallRecord, 'call_id')}"
     sql = f"{_insert_sql(ToolCallRecord, values)} ON CONFLICT ({conflict}) DO UPDATE SET {updated}"
     with connection.cursor() as cursor:
         cursor.execute(sql, list(values.values()))
@@ -185,21 +171,20 @@ def tool_call_close(
         "run": run_id,
         "call_id": call_id,
         "name": name,
-        "arguments": _prep(ToolCallRecord, "arguments", {}),
+        "arguments": db_value(ToolCallRecord, "arguments", {}),
         "status": status,
-        **{n: _prep(ToolCallRecord, n, result[n]) for n in _CALL_RESULT},
+        **{n: db_value(ToolCallRecord, n, result[n]) for n in _CALL_RESULT},
         "parent_call_id": "",
-        "created": _prep(ToolCallRecord, "created", timezone.now()),
+        "created": db_value(ToolCallRecord, "created", timezone.now()),
     }
-    table, status_column = _table(ToolCallRecord), _column(ToolCallRecord, "status")
+    calls, status_column = table(ToolCallRecord), column(ToolCallRecord, "status")
     updated = ", ".join(
-        f"{_column(ToolCallRecord, n)} = EXCLUDED.{_column(ToolCallRecord, n)}"
-        for n in _CALL_RESULT
+        f"{column(ToolCallRecord, n)} = EXCLUDED.{column(ToolCallRecord, n)}" for n in _CALL_RESULT
     )
-    conflict = f"{_column(ToolCallRecord, 'run')}, {_column(ToolCallRecord, 'call_id')}"
+    conflict = f"{column(ToolCallRecord, 'run')}, {column(ToolCallRecord, 'call_id')}"
     sql = (
         f"{_insert_sql(ToolCallRecord, values)} ON CONFLICT ({conflict}) DO UPDATE SET {updated},"
-        f" {status_column} = CASE WHEN {table}.{status_column} = %s THEN %s"
+        f" {status_column} = CASE WHEN {calls}.{status_column} = %s THEN %s"
         f" ELSE EXCLUDED.{status_column} END"
     )
     with connection.cursor() as cursor:
@@ -217,7 +202,7 @@ def assistant_message_insert(
         "role": "assistant",
         "text": text,
         "run": run_id,
-        "created": _prep(Message, "created", created),
+        "created": db_value(Message, "created", created),
     }
     pk = connection.ops.quote_name(Message._meta.pk.column)
     cursor.execute(f"{_insert_sql(Message, values)} RETURNING {pk}", list(values.values()))

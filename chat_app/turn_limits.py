@@ -22,6 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from chat_app.models import Conversation, Run
+from chat_app.raw_sql import column, python_value, table
 from openprogram_site.api_errors import ThrottledError
 
 __all__ = ["TURN_WINDOW", "turn_start_allow"]
@@ -73,24 +74,19 @@ def _owner_turns(
         )
         running, nth_started = cursor.fetchone()
     if nth_started is not None:
-        for convert in (
-            *connection.ops.get_db_converters(started.cached_col),
-            *started.get_db_converters(connection),
-        ):
-            nth_started = convert(nth_started, started, connection)
+        nth_started = python_value(started, nth_started)
     return int(running or 0), nth_started
 
 
 @cache
 def _owner_turns_sql() -> str:
-    q = connection.ops.quote_name
-    run, conversation, user = Run._meta, Conversation._meta, get_user_model()._meta
+    run, conversation, user = Run, Conversation, get_user_model()
 
-    def col(meta: Any, name: str) -> str:
-        return f"{q(meta.db_table)}.{q(meta.get_field(name).column)}"
+    def col(model: Any, name: str) -> str:
+        return f"{table(model)}.{column(model, name)}"
 
     owned_runs = (
-        f"FROM {q(run.db_table)} INNER JOIN {q(conversation.db_table)} "
+        f"FROM {table(run)} INNER JOIN {table(conversation)} "
         f"ON {col(run, 'conversation')} = {col(conversation, 'id')} "
         f"WHERE {col(conversation, 'owner')} = %s"
     )
@@ -100,5 +96,5 @@ def _owner_turns_sql() -> str:
         f"AND {col(run, 'lease_until')} > %s), "
         f"(SELECT {col(run, 'started')} {owned_runs} AND {col(run, 'started')} > %s "
         f"ORDER BY {col(run, 'started')} DESC LIMIT 1 OFFSET %s) "
-        f"FROM {q(user.db_table)} WHERE {q(user.pk.column)} = %s{lock}"
+        f"FROM {table(user)} WHERE {column(user, user._meta.pk.name)} = %s{lock}"
     )

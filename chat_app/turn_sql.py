@@ -24,6 +24,7 @@ from django.db import connection
 from django.db.models import Field, Model
 
 from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
+from chat_app.raw_sql import column, db_value, python_value, table
 
 __all__ = [
     "conversation_history_rows",
@@ -53,25 +54,16 @@ def _field(model: type[Model], name: str) -> Field[Any, Any]:
 
 
 @cache
-def _column(model: type[Model], name: str) -> str:
-    return _q(_field(model, name).column)
-
-
-@cache
 def _select_sql(model: type[Model], where: tuple[str, ...], for_update: bool) -> str:
     columns = ", ".join(_q(f.column) for f in model._meta.concrete_fields)
-    condition = " AND ".join(f"{_column(model, name)} = %s" for name in where)
+    condition = " AND ".join(f"{column(model, name)} = %s" for name in where)
     lock = " FOR UPDATE" if for_update and connection.features.has_select_for_update else ""
-    return f"SELECT {columns} FROM {_q(model._meta.db_table)} WHERE {condition}{lock}"
-
-
-def _prep(model: type[Model], name: str, value: Any) -> Any:
-    return _field(model, name).get_db_prep_save(value, connection)
+    return f"SELECT {columns} FROM {table(model)} WHERE {condition}{lock}"
 
 
 def _from_db(model: type[_M], row: Sequence[Any]) -> _M:
     fields = model._meta.concrete_fields
-    values = [_convert(field, value) for field, value in zip(fields, row, strict=True)]
+    values = [python_value(field, value) for field, value in zip(fields, row, strict=True)]
     return model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
@@ -85,7 +77,7 @@ def conversation_owned_id(*, owner_id: int, public_id: str | UUID) -> int | None
         return None
     sql = _owned_sql()
     with connection.cursor() as cursor:
-        cursor.execute(sql, [owner_id, _prep(Conversation, "public_id", key)])
+        cursor.execute(sql, [owner_id, db_value(Conversation, "public_id", key)])
         row = cursor.fetchone()
     return None if row is None else row[0]
 
@@ -93,8 +85,8 @@ def conversation_owned_id(*, owner_id: int, public_id: str | UUID) -> int | None
 @cache
 def _owned_sql() -> str:
     return (
-        f"SELECT {_column(Conversation, 'id')} FROM {_q(Conversation._meta.db_table)} "
-        f"WHERE {_column(Conversation, 'owner')} = %s AND {_column(Conversation, 'public_id')} = %s"
+        f"SELECT {column(Conversation, 'id')} FROM {table(Conversation)} "
+        f"WHERE {column(Conversation, 'owner')} = %s AND {column(Conversation, 'public_id')} = %s"
     )
 
 
@@ -112,15 +104,15 @@ def row_update(model: type[Model], *, pk: int, values: dict[str, Any]) -> None:
     """One UPDATE of the named fields of one row, values as the ORM saves them; nothing
     read back (so it may go out in a pipeline, ``db_batch.statements_pipelined``)."""
     names = tuple(values)
-    params = [_prep(model, name, values[name]) for name in names]
+    params = [db_value(model, name, values[name]) for name in names]
     with connection.cursor() as cursor:
         cursor.execute(_update_sql(model, names), [*params, pk])
 
 
 @cache
 def _update_sql(model: type[Model], names: tuple[str, ...]) -> str:
-    assignments = ", ".join(f"{_column(model, name)} = %s" for name in names)
-    return f"UPDATE {_q(model._meta.db_table)} SET {assignments} WHERE {_column(model, 'id')} = %s"
+    assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
+    return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, 'id')} = %s"
 
 
 def row_insert(obj: _M) -> _M:
@@ -146,7 +138,7 @@ def _insert_sql(model: type[Model]) -> str:
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(_q(f.column) for f in fields)
     marks = ", ".join(["%s"] * len(fields))
-    sql = f"INSERT INTO {_q(model._meta.db_table)} ({columns}) VALUES ({marks})"
+    sql = f"INSERT INTO {table(model)} ({columns}) VALUES ({marks})"
     if connection.features.can_return_columns_from_insert:
         sql += f" RETURNING {_q(model._meta.pk.column)}"
     return sql
@@ -158,35 +150,22 @@ def runs_running(*, conversation_id: int) -> list[tuple[int, Any]]:
     with connection.cursor() as cursor:
         cursor.execute(_running_sql(), [conversation_id, "running"])
         rows = cursor.fetchall()
-    return [(pk, _convert(lease, until)) for pk, until in rows]
+    return [(pk, python_value(lease, until)) for pk, until in rows]
 
 
 @cache
 def _running_sql() -> str:
     return (
-        f"SELECT {_column(Run, 'id')}, {_column(Run, 'lease_until')} "
-        f"FROM {_q(Run._meta.db_table)} "
-        f"WHERE {_column(Run, 'conversation')} = %s AND {_column(Run, 'status')} = %s"
+        f"SELECT {column(Run, 'id')}, {column(Run, 'lease_until')} "
+        f"FROM {table(Run)} "
+        f"WHERE {column(Run, 'conversation')} = %s AND {column(Run, 'status')} = %s"
     )
-
-
-def _convert(field: Field[Any, Any], value: Any) -> Any:
-    """A column's value as the ORM returns it (the backend's and the field's converters)."""
-    for convert in _converters(field):
-        value = convert(value, field, connection)
-    return value
-
-
-@cache
-def _converters(field: Field[Any, Any]) -> tuple[Any, ...]:
-    backend = connection.ops.get_db_converters(field.cached_col)
-    return (*backend, *field.get_db_converters(connection))
 
 
 def conversation_history_rows(*, conversation_id: int, before: Message) -> list[tuple[str, str]]:
     """``(role, text)`` of the conversation's messages up to ``before`` (left out),
     oldest first, leaving out those of runs replaced by an edit or a regeneration."""
-    created = _prep(Message, "created", before.created)
+    created = db_value(Message, "created", before.created)
     with connection.cursor() as cursor:
         cursor.execute(_history_sql(), [conversation_id, created, before.pk, True])
         return [(role, text) for role, text in cursor.fetchall()]
@@ -194,16 +173,16 @@ def conversation_history_rows(*, conversation_id: int, before: Message) -> list[
 
 @cache
 def _history_sql() -> str:
-    m, r = _q(Message._meta.db_table), _q(Run._meta.db_table)
-    created, mid = _column(Message, "created"), _column(Message, "id")
+    m, r = table(Message), table(Run)
+    created, mid = column(Message, "created"), column(Message, "id")
     return (
-        f"SELECT {m}.{_column(Message, 'role')}, {m}.{_column(Message, 'text')} FROM {m} "
-        f"LEFT OUTER JOIN {r} ON {m}.{_column(Message, 'run')} = {r}.{_column(Run, 'id')} "
-        f"WHERE {m}.{_column(Message, 'conversation')} = %s "
+        f"SELECT {m}.{column(Message, 'role')}, {m}.{column(Message, 'text')} FROM {m} "
+        f"LEFT OUTER JOIN {r} ON {m}.{column(Message, 'run')} = {r}.{column(Run, 'id')} "
+        f"WHERE {m}.{column(Message, 'conversation')} = %s "
         f"AND {m}.{created} <= %s "
         f"AND {m}.{mid} <> %s "
-        f"AND NOT ({r}.{_column(Run, 'superseded')} = %s "
-        f"AND {r}.{_column(Run, 'superseded')} IS NOT NULL) "
+        f"AND NOT ({r}.{column(Run, 'superseded')} = %s "
+        f"AND {r}.{column(Run, 'superseded')} IS NOT NULL) "
         f"ORDER BY {m}.{created} ASC, {m}.{mid} ASC"
     )
 
@@ -218,10 +197,10 @@ def run_latest_status(*, conversation_id: int) -> tuple[int, str] | None:
 
 @cache
 def _latest_sql() -> str:
-    started, rid = _column(Run, "started"), _column(Run, "id")
+    started, rid = column(Run, "started"), column(Run, "id")
     return (
-        f"SELECT {rid}, {_column(Run, 'status')} FROM {_q(Run._meta.db_table)} "
-        f"WHERE {_column(Run, 'conversation')} = %s ORDER BY {started} DESC, {rid} DESC LIMIT 1"
+        f"SELECT {rid}, {column(Run, 'status')} FROM {table(Run)} "
+        f"WHERE {column(Run, 'conversation')} = %s ORDER BY {started} DESC, {rid} DESC LIMIT 1"
     )
 
 
@@ -231,16 +210,16 @@ def run_events_rows(*, run_id: int, after_seq: int) -> list[tuple[int, str, Any]
     with connection.cursor() as cursor:
         cursor.execute(_events_sql(), [run_id, after_seq])
         rows = cursor.fetchall()
-    return [(seq, kind, _convert(payload, value)) for seq, kind, value in rows]
+    return [(seq, kind, python_value(payload, value)) for seq, kind, value in rows]
 
 
 @cache
 def _events_sql() -> str:
-    seq = _column(RunEvent, "seq")
+    seq = column(RunEvent, "seq")
     return (
-        f"SELECT {seq}, {_column(RunEvent, 'type')}, {_column(RunEvent, 'payload')} "
-        f"FROM {_q(RunEvent._meta.db_table)} "
-        f"WHERE {_column(RunEvent, 'run')} = %s AND {seq} > %s ORDER BY {seq}"
+        f"SELECT {seq}, {column(RunEvent, 'type')}, {column(RunEvent, 'payload')} "
+        f"FROM {table(RunEvent)} "
+        f"WHERE {column(RunEvent, 'run')} = %s AND {seq} > %s ORDER BY {seq}"
     )
 
 
@@ -254,14 +233,14 @@ def run_tool_lists(*, run_id: int) -> dict[str, Any]:
     if row is None:
         return {}
     return {
-        name: _convert(_field(Run, name), value) for name, value in zip(names, row, strict=True)
+        name: python_value(_field(Run, name), value) for name, value in zip(names, row, strict=True)
     }
 
 
 @cache
 def _tool_lists_sql() -> str:
-    columns = ", ".join(_column(Run, name) for name in ("tools", "deferred", "explain"))
-    return f"SELECT {columns} FROM {_q(Run._meta.db_table)} WHERE {_column(Run, 'id')} = %s"
+    columns = ", ".join(column(Run, name) for name in ("tools", "deferred", "explain"))
+    return f"SELECT {columns} FROM {table(Run)} WHERE {column(Run, 'id')} = %s"
 
 
 _FINISH_FIELDS = ("id", "conversation", "status", "text", "error")
@@ -275,15 +254,15 @@ def run_for_finish(*, run_id: int) -> Run | None:
     if row is None:
         return None
     fields = [_field(Run, name) for name in _FINISH_FIELDS]
-    values = [_convert(field, value) for field, value in zip(fields, row, strict=True)]
+    values = [python_value(field, value) for field, value in zip(fields, row, strict=True)]
     return Run.from_db(connection.alias, [f.attname for f in fields], values)
 
 
 @cache
 def _for_finish_sql() -> str:
-    columns = ", ".join(_column(Run, name) for name in _FINISH_FIELDS)
+    columns = ", ".join(column(Run, name) for name in _FINISH_FIELDS)
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    return f"SELECT {columns} FROM {_q(Run._meta.db_table)} WHERE {_column(Run, 'id')} = %s{lock}"
+    return f"SELECT {columns} FROM {table(Run)} WHERE {column(Run, 'id')} = %s{lock}"
 
 
 def tool_calls_close_open(*, run_id: int, status: str, preview: str) -> None:
@@ -299,9 +278,9 @@ def tool_calls_close_open(*, run_id: int, status: str, preview: str) -> None:
 def _close_open_sql() -> str:
     c = ToolCallRecord
     return (
-        f"UPDATE {_q(c._meta.db_table)} SET {_column(c, 'status')} = %s, "
-        f"{_column(c, 'is_error')} = %s, {_column(c, 'result_preview')} = %s "
-        f"WHERE {_column(c, 'run')} = %s AND {_column(c, 'status')} IN (%s, %s)"
+        f"UPDATE {table(c)} SET {column(c, 'status')} = %s, "
+        f"{column(c, 'is_error')} = %s, {column(c, 'result_preview')} = %s "
+        f"WHERE {column(c, 'run')} = %s AND {column(c, 'status')} IN (%s, %s)"
     )
 
 
@@ -315,21 +294,21 @@ def tool_call_status_set(*, run_id: int, call_id: str, status: str) -> None:
 def _call_status_sql() -> str:
     c = ToolCallRecord
     return (
-        f"UPDATE {_q(c._meta.db_table)} SET {_column(c, 'status')} = %s "
-        f"WHERE {_column(c, 'run')} = %s AND {_column(c, 'call_id')} = %s"
+        f"UPDATE {table(c)} SET {column(c, 'status')} = %s "
+        f"WHERE {column(c, 'run')} = %s AND {column(c, 'call_id')} = %s"
     )
 
 
 def run_conversation_todos_set(*, run_id: int, todos: Any) -> None:
     """Store the todo list on the conversation of run ``run_id``; nothing read back."""
     with connection.cursor() as cursor:
-        cursor.execute(_todos_sql(), [_prep(Conversation, "todos", todos), run_id])
+        cursor.execute(_todos_sql(), [db_value(Conversation, "todos", todos), run_id])
 
 
 @cache
 def _todos_sql() -> str:
     return (
-        f"UPDATE {_q(Conversation._meta.db_table)} SET {_column(Conversation, 'todos')} = %s "
-        f"WHERE {_column(Conversation, 'id')} = (SELECT {_column(Run, 'conversation')} "
-        f"FROM {_q(Run._meta.db_table)} WHERE {_column(Run, 'id')} = %s)"
+        f"UPDATE {table(Conversation)} SET {column(Conversation, 'todos')} = %s "
+        f"WHERE {column(Conversation, 'id')} = (SELECT {column(Run, 'conversation')} "
+        f"FROM {table(Run)} WHERE {column(Run, 'id')} = %s)"
     )
