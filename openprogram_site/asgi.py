@@ -14,6 +14,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from chat_app.routing import websocket_urlpatterns  # noqa: E402
 from chat_app.socket_auth import batched_auth_middleware_stack  # noqa: E402
+from openprogram_site.gc_freeze import gc_freeze_long_lived  # noqa: E402
 from openprogram_site.http_limits import oversize_bodies_refused  # noqa: E402
 from openprogram_site.origins import ExactOriginValidator  # noqa: E402
 from openprogram_site.startup import start_background_services  # noqa: E402
@@ -35,3 +36,5 @@ application = ProtocolTypeRouter(
 oversize_frames_answered()
 oversize_bodies_refused(settings.MAX_REQUEST_BYTES)
 start_background_services()
+# Last: what start-up built lives as long as the process; full collections stop scanning it.
+gc_freeze_long_lived()
