@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from json.scanner import make_scanner
 from typing import Any
 
 from openprogram.agent.types import ToolCall
@@ -39,7 +40,12 @@ __all__ = [
 ]
 
 _BROKEN_FINISH = ("error", "abort")
-_decode = json.JSONDecoder().decode
+_decoder = json.JSONDecoder()
+_decode = _decoder.decode
+_scan = make_scanner(_decoder)
+"""The C scanner under ``json.loads``, without its two Python layers (whitespace and
+trailing-data checks): a chunk that is not one bare JSON value goes to ``_decode``,
+which accepts surrounding whitespace or says what is wrong."""
 _QUOTED_CHARS = 200
 
 
@@ -78,7 +84,7 @@ class ChunkAssembler:
     def text(self, chunk: Any) -> str:
         """Add one chunk; return the text it carries."""
         if type(chunk) is dict:
-            return self._dict_text(chunk)
+            return self.dict_text(chunk)
         usage = _get(chunk, "usage")
         if usage:
             self.usage = _usage_counts(usage)
@@ -96,7 +102,7 @@ class ChunkAssembler:
                 text += content
         return text
 
-    def _dict_text(self, chunk: dict[str, Any]) -> str:
+    def dict_text(self, chunk: dict[str, Any]) -> str:
         """:meth:`text` for a parsed chunk (plain dicts: no per-field type checks)."""
         usage = chunk.get("usage")
         if usage:
@@ -169,6 +175,8 @@ class SSEEvents:
     def feed(self, read: bytes) -> list[bytes]:
         if self._tail or self._data or not read.endswith(b"\n\n") or b"\r" in read:
             return self._feed_lines(read)
+        if read.find(b"\n") == len(read) - 2 and read.startswith(b"data: "):
+            return [read[6:-2]]  # the commonest read of all: one whole one-line event
         # The usual read: whole ``data: {...}`` events, one line each (no per-line loop).
         events = []
         for block in read[:-2].split(b"\n\n"):
@@ -198,7 +206,13 @@ class SSEEvents:
 
 def parse_chunk(data: bytes) -> dict[str, Any]:
     try:
-        chunk = _decode(data.decode())  # json.loads minus its encoding sniffing
+        text = data.decode()
+        try:
+            chunk, end = _scan(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):
+            chunk = _decode(text)  # json.loads minus its encoding sniffing
     except ValueError as exc:  # UnicodeDecodeError included
         raise StreamBroken(f"a stream chunk is not JSON ({exc}): {data[:_QUOTED_CHARS]!r}") from exc
     if not isinstance(chunk, dict):
@@ -226,7 +240,7 @@ def read_events(
         if data.startswith(b"[DONE]"):
             return "".join(texts), None, True
         try:
-            texts.append(assembler.text(parse_chunk(data)))
+            texts.append(assembler.dict_text(parse_chunk(data)))
         except StreamBroken as exc:
             return "".join(texts), exc, False
     return "".join(texts), None, False
