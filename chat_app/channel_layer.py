@@ -81,7 +81,8 @@ class LocalChannelLayer(InMemoryChannelLayer):
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         assert isinstance(message, dict), "Message is not a dict"
-        self.require_valid_group_name(group)
+        if group not in self.groups:  # a member's group_add checked the name of one that is
+            self.require_valid_group_name(group)
         self._clean_expired()
         for channel in list(self.groups.get(group, ())):
             handler = self._direct.get(channel)

@@ -15,24 +15,39 @@ the first text of every model call), goes out at once and opens a short window; 
 arriving inside it wait and go out merged when it closes, and the window reopens
 while they keep coming. Pieces that queued while the server was busy reach the relay
 together and go out as one frame. Any other event first sends what is waiting, so the
-order tabs see is the order events happened. The window is a timer, not a task: a
-window that closes with nothing waiting costs one callback.
+order tabs see is the order events happened.
+
+A streaming model keeps a window closing every 20 ms for each turn, so closing one is
+made cheap. A window gets a timer only when a piece waits in it, and windows closing
+within a millisecond of each other (turns whose pieces arrived in the same turn of the
+event loop) share one timer (:class:`_WindowTimers`). With the in-process channel layer
+a window is closed and its pieces written to the sockets in the timer's callback
+(:func:`_run_now`), not in a task of its own; with Redis, which waits for its server, a
+task sends them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
+import types
+import weakref
+from collections.abc import Coroutine, Generator
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from channels.layers import get_channel_layer
+
+from chat_app.channel_layer import LocalChannelLayer
 
 __all__ = [
     "RELAY_WINDOW_SECONDS",
     "STREAMED",
     "GroupRelay",
     "coalesce_streamed",
+    "event_frame",
     "group_send_safely",
     "relay_message",
 ]
@@ -45,6 +60,8 @@ RELAY_WINDOW_SECONDS = 0.02
 pieces a second sends one about every 20 ms, so under load most frames carry several
 pieces (one group message and one socket write for them), and a piece waits at most
 this long, well inside the 50 ms added-latency budget of the streaming load benchmark."""
+_SHARED_TIMER_SECONDS = 0.001
+"""Windows closing this close together share a timer; a window may close this much early."""
 _MERGED_UPDATE_CHARS = 20_000
 """Merged tool output keeps its tail: tabs and run history show the last 20,000 characters."""
 
@@ -52,17 +69,17 @@ _MERGED_UPDATE_CHARS = 20_000
 def coalesce_streamed(events: list[dict[str, Any]], *, parts: bool = False) -> list[dict[str, Any]]:
     """Merge runs of text deltas (and of one call's tool output) into single events.
 
-    Other events pass through unchanged and in place. A merged event carries the last
-    piece's ``seq``. With ``parts`` (frames for tabs) it also lists its pieces as
+    Other events pass through unchanged and in place (as copies). A merged event carries
+    the last piece's ``seq``. With ``parts`` (frames for tabs) it also lists its pieces as
     ``[[seq, length], ...]``, lengths in UTF-16 code units as a browser counts them: a tab
     whose catch-up from history already holds the first pieces (it joined while they
     waited in a window) skips exactly those and renders the rest once.
     """
     merged: list[dict[str, Any]] = []
-    pieces: dict[int, list[tuple[int, str]]] = {}
-    """Index in ``merged`` → its pieces, for merged events only."""
+    runs: dict[int, list[dict[str, Any]]] = {}
+    """Index in ``merged`` → the pieces merged there (two or more), each merged once."""
+    last: dict[str, Any] | None = None
     for event in events:
-        last = merged[-1] if merged else None
         if (
             last is not None
             and event["type"] in STREAMED
@@ -70,19 +87,24 @@ def coalesce_streamed(events: list[dict[str, Any]], *, parts: bool = False) -> l
             and last.get("call_id") == event.get("call_id")
         ):
             index = len(merged) - 1
-            if index not in pieces:
-                pieces[index] = [(last.get("seq", 0), last["text"])]
-            pieces[index].append((event.get("seq", 0), event["text"]))
-            text = last["text"] + event["text"]
-            if event["type"] == "tool_update":
-                text = text[-_MERGED_UPDATE_CHARS:]
-            merged[-1] = {**event, "text": text}
+            run = runs.get(index)
+            if run is None:
+                runs[index] = [last, event]
+            else:
+                run.append(event)
         else:
-            merged.append(dict(event))
-    if parts:
-        for index, merged_pieces in pieces.items():
-            merged[index]["parts"] = _parts(merged_pieces, kept=len(merged[index]["text"]))
-    return merged
+            merged.append(event)
+        last = event
+    out = [dict(event) for event in merged]
+    for index, run in runs.items():
+        text = "".join(piece["text"] for piece in run)
+        if run[-1]["type"] == "tool_update":
+            text = text[-_MERGED_UPDATE_CHARS:]
+        out[index] = {**run[-1], "text": text}
+        if parts:
+            pieces = [(piece.get("seq", 0), piece["text"]) for piece in run]
+            out[index]["parts"] = _parts(pieces, kept=len(text))
+    return out
 
 
 def _parts(pieces: list[tuple[int, str]], *, kept: int) -> list[list[int]]:
@@ -98,17 +120,35 @@ def _parts(pieces: list[tuple[int, str]], *, kept: int) -> list[list[int]]:
     return out
 
 
-async def group_send_safely(group: str, message: dict[str, Any]) -> None:
+_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+"""Compact JSON; events are fresh dicts of JSON values, never circular."""
+_DELTA_KEYS = {"type", "text", "seq", "run_id"}
+
+
+def event_frame(event: dict[str, Any]) -> str:
+    """One event's WebSocket frame (JSON). A lone text delta, most frames of a streaming
+    turn, is written out directly: a quarter of what the encoder takes for it."""
+    if event.keys() == _DELTA_KEYS and event["type"] == "text_delta":
+        text, seq, run_id = event["text"], event["seq"], event["run_id"]
+        if type(text) is str and type(seq) is int and type(run_id) is int:
+            return (
+                f'{{"type":"text_delta","text":{encode_basestring_ascii(text)},'
+                f'"seq":{seq},"run_id":{run_id}}}'
+            )
+    return _encode(event)
+
+
+async def group_send_safely(group: str, message: dict[str, Any], *, layer: Any = None) -> None:
     """Send to a group; a broken channel layer must not take a turn down (history has it)."""
     try:
-        await get_channel_layer().group_send(group, message)
+        await (layer or get_channel_layer()).group_send(group, message)
     except Exception:
         _log.exception("could not relay to %r", group)
 
 
 def relay_message(events: list[dict[str, Any]]) -> dict[str, Any]:
     """The group message for ``events``: their frames, each JSON encoded once for all tabs."""
-    return {"type": "chat.events", "frames": [json.dumps(event) for event in events]}
+    return {"type": "chat.events", "frames": [event_frame(event) for event in events]}
 
 
 class GroupRelay:
@@ -116,47 +156,59 @@ class GroupRelay:
 
     def __init__(self, group: str) -> None:
         self.group = group
+        self._layer = get_channel_layer()
+        self._close_in_callback = isinstance(self._layer, LocalChannelLayer)
+        """The in-process layer hands a message to its tabs without waiting on anything."""
         self._waiting: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._window_until = 0.0
         """Loop time the open window closes at (0: none open). It gets a timer only when
         a piece waits in it: a lone piece's window costs nothing."""
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: list[GroupRelay] | None = None
+        """The shared timer that closes the open window (its list of windows), if any."""
         self._flushing: asyncio.Task[None] | None = None
-        """The last window's send, held so the loop's weak reference is not the only one."""
+        """The last window's send if it needed a task, held so the loop's weak reference
+        is not the only one."""
 
     async def send(self, *events: dict[str, Any]) -> None:
         """Send ``events`` (in order) after whatever is waiting; see the module docstring."""
         if not events:
             return
-        streamed = all(event["type"] in STREAMED for event in events)
+        if len(events) == 1:
+            streamed = events[0]["type"] in STREAMED
+        else:
+            streamed = all(event["type"] in STREAMED for event in events)
         loop = asyncio.get_running_loop()
         if streamed and loop.time() < self._window_until:
             self._waiting.extend(events)
             if self._timer is None:
-                self._timer = loop.call_at(self._window_until, self._close_window)
+                self._timer = _timers(loop).close_at(loop, self._window_until, self)
             return
         # Every send happens under one lock, so no two paths interleave (a send to Redis
         # waits for the server).
         async with self._lock:
             # Closed first: a piece arriving while this send waits must queue behind it
             # on the lock, not join a window that is about to go.
-            self._close_now()
+            self._window_until, self._timer = 0.0, None
             waiting, self._waiting = self._waiting, []
-            await self._send_all(coalesce_streamed([*waiting, *events], parts=True))
+            if waiting or len(events) > 1:
+                await self._send_all(coalesce_streamed([*waiting, *events], parts=True))
+            else:  # nothing to merge
+                await self._send_all(events)
             if streamed:
                 self._window_until = loop.time() + RELAY_WINDOW_SECONDS
 
-    def _close_now(self) -> None:
-        self._window_until = 0.0
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _close_window(self) -> None:
+    def _close_window(self, timer: list[GroupRelay]) -> None:
+        """``timer`` went off: if it still closes this window, the window's time is up."""
+        if self._timer is not timer:
+            return  # an event went out since and closed it
         self._timer = None
         self._window_until = 0.0
-        if self._waiting:
+        if not self._waiting:
+            return
+        if self._close_in_callback and not self._lock.locked():
+            self._flushing = _run_now(self._send_waiting())
+        else:
             self._flushing = asyncio.ensure_future(self._send_waiting())
 
     async def _send_waiting(self) -> None:
@@ -164,10 +216,97 @@ class GroupRelay:
             waiting, self._waiting = self._waiting, []
             if not waiting:
                 return
-            self._close_now()
-            await self._send_all(coalesce_streamed(waiting, parts=True))
+            self._window_until, self._timer = 0.0, None
+            # A lone piece has nothing to merge (most windows, at a model's pace).
+            await self._send_all(
+                waiting if len(waiting) == 1 else coalesce_streamed(waiting, parts=True)
+            )
             # More may come: they wait for the next window.
             self._window_until = asyncio.get_running_loop().time() + RELAY_WINDOW_SECONDS
 
-    async def _send_all(self, events: list[dict[str, Any]]) -> None:
-        await group_send_safely(self.group, relay_message(events))
+    async def _send_all(self, events: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> None:
+        await group_send_safely(self.group, relay_message(list(events)), layer=self._layer)
+
+
+class _WindowTimers:
+    """One loop's window timers: a window joins the timer of one that closes at most
+    ``_SHARED_TIMER_SECONDS`` before it, else gets a new one."""
+
+    def __init__(self) -> None:
+        # No reference to the loop: the loop is the key these live under, weakly.
+        self._due_at = float("-inf")
+        self._due: list[GroupRelay] = []
+
+    def close_at(
+        self, loop: asyncio.AbstractEventLoop, when: float, relay: GroupRelay
+    ) -> list[GroupRelay]:
+        """Have ``relay``'s window closed at ``when``; the timer's list, its token."""
+        if 0.0 <= when - self._due_at < _SHARED_TIMER_SECONDS:
+            self._due.append(relay)
+            return self._due
+        self._due_at, self._due = when, [relay]
+        # Windows of many turns close in it: in a context of its own, none of theirs.
+        loop.call_at(when, self._fire, self._due, context=contextvars.Context())
+        return self._due
+
+    def _fire(self, due: list[GroupRelay]) -> None:
+        if due is self._due:  # no later window may join a timer that has gone off
+            self._due_at, self._due = float("-inf"), []
+        for relay in due:
+            try:
+                relay._close_window(due)
+            except Exception:  # one turn's failure must not keep the others' pieces back
+                _log.exception("could not close the relay window of %r", relay.group)
+
+
+_loop_timers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _WindowTimers] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _timers(loop: asyncio.AbstractEventLoop) -> _WindowTimers:
+    timers = _loop_timers.get(loop)
+    if timers is None:
+        timers = _loop_timers[loop] = _WindowTimers()
+    return timers
+
+
+def _run_now(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+    """Run ``coro`` here, in this callback, as far as it goes without waiting; a task
+    finishes it if it has to wait (None if it did not).
+
+    What Python 3.12's eager tasks do, without the task when nothing waits: a window of
+    the in-process layer is closed without a task and a loop callback of its own. Only
+    for code that does not need to know its task (``asyncio.current_task()`` is None
+    until it waits, so no ``asyncio.timeout`` in it).
+    """
+    try:
+        waiting_on = coro.send(None)
+    except StopIteration:
+        return None
+    except Exception:
+        _log.exception("relaying failed")
+        return None
+    return asyncio.ensure_future(_resumed(coro, waiting_on))
+
+
+async def _resumed(coro: Coroutine[Any, Any, None], waiting_on: Any) -> None:
+    await _continue(coro, waiting_on)
+
+
+@types.coroutine
+def _continue(coro: Coroutine[Any, Any, None], waiting_on: Any) -> Generator[Any, Any, None]:
+    """Drive ``coro`` on from the future it yielded, as ``await`` would have."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except BaseException as exc:  # cancelled (or thrown into) while it waits: pass it on
+            try:
+                waiting_on = coro.throw(exc)
+            except StopIteration:
+                return
+            continue
+        try:
+            waiting_on = coro.send(sent)
+        except StopIteration:
+            return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from channels.layers import get_channel_layer
 
 from chat_app.channel_layer import LocalChannelLayer
@@ -159,3 +160,10 @@ async def test_a_direct_handler_goes_with_the_tabs_last_expired_membership():
 
     assert tab not in layer._direct
     await layer.group_send("chat.1", {"type": "chat.events"})
+
+
+@pytest.mark.parametrize("name", ["chat 1", "x" * 200, 7])
+async def test_a_send_to_a_group_with_an_invalid_name_is_refused_as_in_channels(name):
+    layer = LocalChannelLayer(capacity=100)
+    with pytest.raises(TypeError):
+        await layer.group_send(name, {"type": "chat.events"})

@@ -8,7 +8,7 @@ import pytest
 from channels.layers import get_channel_layer
 
 from chat_app import relay as relay_module
-from chat_app.relay import GroupRelay, coalesce_streamed
+from chat_app.relay import GroupRelay, coalesce_streamed, event_frame
 
 WIDE_WINDOW = 0.5
 """The window the timing tests use instead of the real 20 ms: two sends a few statements
@@ -173,7 +173,7 @@ async def test_a_step_is_json_encoded_once_for_every_tab():
     await GroupRelay("relay.once").send(*step)
 
     assert first_tab[0]["frames"] is second_tab[0]["frames"]
-    assert first_tab[0]["frames"] == [json.dumps(step[0])]
+    assert [json.loads(frame) for frame in first_tab[0]["frames"]] == step
 
 
 async def test_the_first_piece_after_any_other_event_goes_out_at_once(wide_window):
@@ -241,3 +241,116 @@ def test_merged_frames_list_their_pieces_in_utf16_units_and_only_what_they_keep(
     assert sum(length for _, length in output["parts"]) == len(output["text"])
     assert "parts" not in lone  # nothing merged, nothing to list
     assert all("parts" not in event for event in coalesce_streamed(events))  # history's
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", 'quotes " and \\ backslashes', "tab\tnew line\n\x00\x1f", "é 😀 中文", ""]
+)
+def test_a_text_delta_frame_is_exactly_its_event_as_json(text):
+    event = {"type": "text_delta", "text": text, "seq": 7, "run_id": 3}
+    assert json.loads(event_frame(event)) == event
+
+
+def test_frames_of_other_shapes_are_their_events_as_json():
+    events = [
+        {"type": "text_delta", "text": "ab", "seq": 2, "run_id": 3, "parts": [[1, 1], [2, 1]]},
+        {"type": "text_delta", "text": "no seq"},
+        {"type": "tool_update", "call_id": "c1", "text": "x", "seq": 4, "run_id": 3},
+        {"type": "turn_finished", "stop_reason": "completed", "usage": {"total_tokens": 5}},
+    ]
+    assert [json.loads(event_frame(event)) for event in events] == events
+
+
+async def test_windows_of_many_turns_closing_together_each_send_their_own_pieces(wide_window):
+    """Windows opened in one turn of the loop share a timer; each sends what it holds."""
+    groups = [f"relay.many.{i}" for i in range(20)]
+    tabs = [(await _direct_tabs(group, 1))[0] for group in groups]
+    relays = [GroupRelay(group) for group in groups]
+
+    for i, relay in enumerate(relays):
+        await relay.send({"type": "text_delta", "text": f"{i}a", "seq": 1})
+    for i, relay in enumerate(relays):
+        await relay.send({"type": "text_delta", "text": f"{i}b", "seq": 2})  # wait
+        await relay.send({"type": "text_delta", "text": f"{i}c", "seq": 3})
+    assert all(len(tab) == 1 for tab in tabs)
+
+    async with asyncio.timeout(60):
+        while any(len(tab) < 2 for tab in tabs):
+            await asyncio.sleep(wide_window / 4)
+    for i, tab in enumerate(tabs):
+        assert [_events(message) for message in tab] == [
+            [{"type": "text_delta", "text": f"{i}a", "seq": 1}],
+            [
+                {
+                    "type": "text_delta",
+                    "text": f"{i}b{i}c",
+                    "seq": 3,
+                    "parts": [[2, len(f"{i}b")], [3, len(f"{i}c")]],
+                }
+            ],
+        ]
+
+
+async def test_a_window_closed_early_by_another_event_is_not_closed_again_by_its_timer(
+    monkeypatch,
+):
+    [tab] = await _direct_tabs("relay.reopened", 1)
+    relay = GroupRelay("relay.reopened")
+    loop = asyncio.get_running_loop()
+
+    monkeypatch.setattr(relay_module, "RELAY_WINDOW_SECONDS", 0.05)
+    await relay.send({"type": "text_delta", "text": "a", "seq": 1})
+    first_closes_at = relay._window_until
+    await relay.send({"type": "text_delta", "text": "b", "seq": 2})  # waits: a timer is set
+    await relay.send({"type": "model_call", "step": 1, "seq": 3})  # sends it, window closed
+    monkeypatch.setattr(relay_module, "RELAY_WINDOW_SECONDS", 600.0)
+    await relay.send({"type": "text_delta", "text": "c", "seq": 4})  # opens a long window
+    await relay.send({"type": "text_delta", "text": "d", "seq": 5})  # waits in it
+    after_first_timer = loop.create_future()  # timers go off in time order
+    loop.call_at(first_closes_at + 0.01, after_first_timer.set_result, None)
+    await asyncio.wait_for(after_first_timer, timeout=60)
+
+    assert len(tab) == 3  # "d" still waits: the first window's timer left the second alone
+    await relay.send({"type": "turn_finished", "stop_reason": "completed", "seq": 6})
+    assert [_events(message) for message in tab][3:] == [
+        [
+            {"type": "text_delta", "text": "d", "seq": 5},
+            {"type": "turn_finished", "stop_reason": "completed", "seq": 6},
+        ]
+    ]
+
+
+async def test_a_tab_that_waits_while_a_window_closes_still_gets_everything_in_order(
+    wide_window,
+):
+    """A window closes in its timer's callback; if a tab's delivery has to wait, the rest
+    of the send finishes in a task and later events queue behind it."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("relay.slow", channel)
+    gate = asyncio.Event()
+    got: list[list[dict]] = []
+
+    async def slow_tab(message):
+        if len(got) == 1:  # the window's message: this tab is slow to take it
+            await gate.wait()
+        got.append(_events(message))
+
+    await layer.receive_directly(channel, slow_tab)
+    relay = GroupRelay("relay.slow")
+    await relay.send({"type": "text_delta", "text": "a", "seq": 1})
+    await relay.send({"type": "text_delta", "text": "b", "seq": 2})  # waits in the window
+    async with asyncio.timeout(60):
+        while relay._flushing is None:  # the window closed; its send waits for the tab
+            await asyncio.sleep(wide_window / 4)
+    later = asyncio.create_task(relay.send({"type": "turn_finished", "stop_reason": "completed"}))
+    await asyncio.sleep(0)
+    assert got == [[{"type": "text_delta", "text": "a", "seq": 1}]]
+    gate.set()
+    await asyncio.wait_for(later, timeout=60)
+
+    assert got == [
+        [{"type": "text_delta", "text": "a", "seq": 1}],
+        [{"type": "text_delta", "text": "b", "seq": 2}],
+        [{"type": "turn_finished", "stop_reason": "completed"}],
+    ]
