@@ -21,7 +21,7 @@ from pathlib import Path
 from openprogram.agent.context import get_turn
 from openprogram.config import get_config
 
-__all__ = ["current_workspace", "workspace_for_user", "workspaces_dir"]
+__all__ = ["current_workspace", "workspace_for_user", "workspace_path_for_user", "workspaces_dir"]
 
 _USER_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
 
@@ -47,6 +47,26 @@ def workspace_for_user(user_id: str | int | None) -> Path:
     if not _USER_COMPONENT.match(component):
         raise ValueError(f"user id {component!r} cannot name a workspace directory")
     return _ensure(workspaces_dir() / component)
+
+
+_known_paths: dict[tuple[Path | None, Path, str | int | None], Path] = {}
+_MAX_KNOWN_PATHS = 4096
+
+
+def workspace_path_for_user(user_id: str | int | None) -> Path:
+    """:func:`workspace_for_user`'s answer, worked out (and the directory created) once
+    per user and configuration, then remembered: a turn's start names the directory,
+    it does not need a ``mkdir`` and a symlink walk every time. Whoever touches files
+    there asks :func:`current_workspace`, which makes sure it exists again."""
+    config = get_config()
+    key = (config.workspace, workspaces_dir(), user_id)
+    path = _known_paths.get(key)
+    if path is None:
+        path = workspace_for_user(user_id)
+        if len(_known_paths) >= _MAX_KNOWN_PATHS:
+            _known_paths.clear()
+        _known_paths[key] = path
+    return path
 
 
 def current_workspace() -> Path:

@@ -33,7 +33,7 @@ from openprogram.agent.types import AgentTool, Message
 from openprogram.programs.deferred import deferred_catalog_text, install_loaded_deferred
 from openprogram.programs.policy import Resolution, UnknownToolsetError, resolve_tools
 from openprogram.programs.results import set_context_window_chars
-from openprogram.providers.context_window import context_window_chars
+from openprogram.providers.context_window import context_window_chars, context_window_chars_known
 from openprogram.providers.retry import RetryPolicy
 from openprogram.providers.streaming import ProviderDelta
 from openprogram.telemetry import turn_trace
@@ -135,11 +135,13 @@ async def _run_turn(
             model=request.model,
         )
     )
-    try:
-        window_chars = await asyncio.to_thread(context_window_chars, request.model)
-    except ValueError as exc:
-        _finish_with_error(sink, str(exc), "provider_bad_request")
-        return
+    window_chars = context_window_chars_known(request.model)
+    if window_chars is None:
+        try:
+            window_chars = await asyncio.to_thread(context_window_chars, request.model)
+        except ValueError as exc:
+            _finish_with_error(sink, str(exc), "provider_bad_request")
+            return
 
     async def emit(event: Any) -> None:
         sink(event)

@@ -13,6 +13,7 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "FALLBACK_CONTEXT_TOKENS",
     "context_window_chars",
+    "context_window_chars_known",
     "context_window_tokens",
 ]
 
@@ -41,5 +42,24 @@ def context_window_tokens(model: str) -> int:
     return int(tokens) if tokens else FALLBACK_CONTEXT_TOKENS
 
 
+_known_chars: dict[str, int] = {}
+_MAX_KNOWN = 256
+
+
 def context_window_chars(model: str) -> int:
-    return context_window_tokens(model) * CHARS_PER_TOKEN
+    chars = context_window_tokens(model) * CHARS_PER_TOKEN
+    if model not in _known_chars:
+        if len(_known_chars) >= _MAX_KNOWN:
+            _known_chars.clear()
+        _known_chars[model] = chars
+    return chars
+
+
+def context_window_chars_known(model: str) -> int | None:
+    """:func:`context_window_chars` if it was already worked out for ``model``, else None.
+
+    A turn asks before its first request: the first time for a model may import
+    litellm and read its model map (a worker thread's job); after that the answer is a
+    look-up, and the turn need not hop to a thread and back for it.
+    """
+    return _known_chars.get(model)

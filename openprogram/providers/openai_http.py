@@ -80,9 +80,41 @@ def request_body(
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    text = json.dumps(body)
     if tools:
-        body["tools"] = list(tools)
-    return json.dumps(body).encode()
+        # The same bytes as encoding ``body["tools"]`` with the rest, each tool's JSON
+        # reused: the schemas are most of a request and the same in every turn.
+        text = f'{text[:-1]}, "tools": [{", ".join(map(_tool_json, tools))}]}}'
+    return text.encode()
+
+
+_tools_json: dict[tuple[str, str, int], tuple[object, str]] = {}
+_MAX_TOOLS_JSON = 4096
+_FUNCTION_KEYS = frozenset({"name", "description", "parameters"})
+
+
+def _tool_json(tool: dict[str, Any]) -> str:
+    """``json.dumps(tool)`` for one ``tools=[...]`` entry, remembered per name, description
+    and schema object. A schema is never changed in place (a tool whose schema changes is
+    a new tool: MCP listings build new ones), and the entry keeps the schema object
+    alive, so its id cannot be reused for another while remembered."""
+    function = tool.get("function")
+    if len(tool) != 2 or tool.get("type") != "function" or not isinstance(function, dict):
+        return json.dumps(tool)
+    if function.keys() != _FUNCTION_KEYS:
+        return json.dumps(tool)
+    name, description, schema = function["name"], function["description"], function["parameters"]
+    if type(name) is not str or type(description) is not str:
+        return json.dumps(tool)
+    key = (name, description, id(schema))
+    known = _tools_json.get(key)
+    if known is not None and known[0] is schema:
+        return known[1]
+    text = json.dumps(tool)
+    if len(_tools_json) >= _MAX_TOOLS_JSON:
+        _tools_json.clear()
+    _tools_json[key] = (schema, text)
+    return text
 
 
 # --- one pooled session per event loop ----------------------------------------------

@@ -8,7 +8,12 @@ import pytest
 
 from openprogram import config
 from openprogram.agent.context import TurnContext, current_turn
-from openprogram.workspace import current_workspace, workspace_for_user, workspaces_dir
+from openprogram.workspace import (
+    current_workspace,
+    workspace_for_user,
+    workspace_path_for_user,
+    workspaces_dir,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -71,3 +76,30 @@ async def test_alice_cannot_read_bobs_files_through_a_tool():
             assert result.is_error and "bob's secret" not in result.content
     finally:
         current_turn.reset(token)
+
+
+def test_a_remembered_workspace_follows_the_user_and_the_configuration(tmp_path, monkeypatch):
+    alice = workspace_path_for_user("alice")
+    assert alice == workspace_for_user("alice") and alice.is_dir()
+    assert workspace_path_for_user("bob") == workspace_for_user("bob") != alice
+    shared = tmp_path / "desktop-project"
+    monkeypatch.setattr(
+        config, "_config", config.configure(home=tmp_path / "home", workspace=shared)
+    )
+    assert workspace_path_for_user("alice") == shared.resolve() == workspace_path_for_user("bob")
+
+
+def test_a_turn_named_a_remembered_workspace_that_was_deleted_gets_it_again():
+    alice = workspace_path_for_user("alice")
+    alice.rmdir()
+    assert workspace_path_for_user("alice") == alice  # remembered, not looked at again
+
+    assert _in_turn(TurnContext(user_id="alice", workspace=alice)) == alice
+    assert alice.is_dir()  # the tool's look-up made it again
+
+
+@pytest.mark.parametrize("user_id", ["..", "../bob", ".hidden"])
+def test_ids_that_could_climb_out_are_refused_however_often_asked(user_id):
+    for _ in range(2):
+        with pytest.raises(ValueError, match="cannot name a workspace"):
+            workspace_path_for_user(user_id)

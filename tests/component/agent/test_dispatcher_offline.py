@@ -184,3 +184,26 @@ async def test_the_step_limit_applies_to_the_offline_model(empty_registry):
     events = await run_turn(TurnRequest(text="/echo text=x", model="offline", max_steps=1))
 
     assert (events[-1].stop_reason, events[-1].steps) == ("step_limit", 1)
+
+
+async def test_the_first_event_as_a_dict_holds_every_explain_row_and_is_the_callers_own(
+    empty_registry,
+):
+    import dataclasses
+
+    tools.register_echo()
+    tools.register_add()
+
+    events = await run_turn(
+        TurnRequest(text="hello", model="offline", profile_tools=["echo"], deny=["nothing"])
+    )
+    resolved = of_type(events, ToolsResolved)[0]
+    data = resolved.to_dict()
+
+    assert data == {"type": "tools_resolved", **dataclasses.asdict(resolved)}
+    assert {row["name"]: row["offered"] for row in data["explain"]}["add"] is False
+    data["explain"][0]["offered"] = "changed"
+    data["tools"].append("add")
+    data["warnings"].append("changed")
+    assert resolved.explain[0]["offered"] != "changed"  # the dict's rows are copies
+    assert resolved.tools == ["echo"] and resolved.warnings and "changed" not in resolved.warnings

@@ -12,12 +12,13 @@ import json
 
 import pytest
 
-from openprogram.agent.types import Message
+from openprogram.agent.types import AgentTool, Message
 from openprogram.providers import ProviderError, stream_chat
 from openprogram.providers._litellm_setup import load_litellm
 from openprogram.providers.openai_route import openai_route
 from tests.component.agent.conftest import FAKE_MODEL, FAST_RETRY
 from tests.component.agent.http_doubles import ScriptedHTTPServer, raw_response
+from tests.fakes.openai_server import text_reply
 
 
 async def _collect(**kwargs):
@@ -186,3 +187,58 @@ async def test_a_redirect_is_reported_not_followed_with_the_key(monkeypatch):
         assert deltas == [] and error is not None
         assert "HTTP 307" in str(error)
         assert elsewhere.requests == []
+
+
+def _tool(name: str, description: str, **properties: dict) -> AgentTool:
+    schema = {"type": "object", "properties": properties or {"q": {"type": "string"}}}
+    return AgentTool(name=name, description=description, parameters=schema)
+
+
+def test_a_request_body_is_the_json_of_the_whole_call_however_often_its_tools_are_sent():
+    from openprogram.providers.openai_http import request_body
+    from openprogram.providers.openai_route import OpenAIRoute
+
+    route = OpenAIRoute(url="http://127.0.0.1:9/v1/chat/completions", model="m", headers={})
+    messages = [{"role": "user", "content": 'say "hi" ✓', "name": None}]
+    tools = [
+        _tool("lookup", 'Look it up.\nQuoted: "x" \\ ✓').to_wire(),
+        {"type": "function", "function": {"name": "bare", "parameters": {}}},  # no description
+        {"type": "web_search"},  # not a function tool
+    ]
+    expected = json.dumps(
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": 'say "hi" ✓'}],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "tools": tools,
+        }
+    ).encode()
+
+    assert request_body(route, messages, tools) == expected
+    assert request_body(route, messages, tools) == expected  # the remembered tool JSON
+    assert b'"tools"' not in request_body(route, messages, [])
+
+
+async def test_each_call_sends_exactly_its_tools_with_their_schema_and_description_as_they_are_now(
+    fake_openai,
+):
+    fake_openai.script(*(text_reply("ok") for _ in range(4)))
+    lookup = _tool("lookup", "Look it up.")
+    # The same name and words with another schema: an MCP server that changed its tool.
+    relisted = _tool("lookup", "Look it up.", term={"type": "integer"})
+    reworded = _tool("lookup", "Look it up, now with care.", term={"type": "integer"})
+    other = _tool("private_notes", "Read alice's notes.")
+
+    for tools in ([lookup, other], [relisted], [reworded], [lookup]):
+        _, error = await _collect(tools=tools)
+        assert error is None
+
+    sent = [request["tools"] for request in fake_openai.requests]
+    assert sent == [
+        [lookup.to_wire(), other.to_wire()],
+        [relisted.to_wire()],
+        [reworded.to_wire()],
+        [lookup.to_wire()],  # only what this call offers: private_notes went with call one
+    ]
+    assert sent[1][0]["function"]["parameters"]["properties"] == {"term": {"type": "integer"}}

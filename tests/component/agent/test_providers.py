@@ -18,6 +18,7 @@ from openprogram.providers import (
     litellm_model_name,
     stream_chat,
 )
+from openprogram.providers.context_window import context_window_chars_known
 from tests.component.agent.conftest import FAKE_MODEL, FAST_RETRY
 from tests.fakes.openai_server import (
     FakeReply,
@@ -104,6 +105,13 @@ def test_known_models_get_their_context_window_and_unknown_ones_the_fallback():
     assert context_window_tokens("openai/some-local-model") == FALLBACK_CONTEXT_TOKENS
     assert context_window_tokens("offline") == FALLBACK_CONTEXT_TOKENS
     assert context_window_chars("offline") == FALLBACK_CONTEXT_TOKENS * 4
+
+
+def test_a_context_window_is_known_without_a_look_up_once_it_was_worked_out():
+    model = "openai/a-model-asked-about-once"
+    assert context_window_chars_known(model) is None
+    assert context_window_chars(model) == FALLBACK_CONTEXT_TOKENS * 4
+    assert context_window_chars_known(model) == FALLBACK_CONTEXT_TOKENS * 4
 
 
 def test_offline_routes_to_the_custom_provider_and_other_names_pass_through(monkeypatch):
