@@ -22,6 +22,9 @@ On PostgreSQL that one thread's time is mostly waiting: every statement is a rou
 nothing back, so a batch runs them first, all in one pipeline
 (:func:`statements_pipelined`): one round trip for all of them instead of one or more
 each. If anything in that pipeline fails, the batch falls back as for any failure.
+Jobs marked :func:`read_after_send` (a turn's budget check before a model call) send
+their statement into that same pipeline and read the answer after it: one round trip
+for a batch's writes and checks together.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.db import close_old_connections, connection, transaction
 
-__all__ = ["run_batched", "statements_pipelined", "write_only"]
+__all__ = ["read_after_send", "run_batched", "statements_pipelined", "write_only"]
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -62,6 +65,18 @@ def write_only(fn: _F) -> _F:
     rules (nothing read back: no row counts, no ids, no SELECTs) and that returns None:
     a batch sends consecutive such jobs together."""
     setattr(fn, _WRITE_ONLY, True)
+    return fn
+
+
+_READ_AFTER_SEND = "_db_batch_read_after_send"
+
+
+def read_after_send(fn: Callable[..., Callable[[], _T]]) -> Callable[..., Callable[[], _T]]:
+    """Mark a job function that only sends its statements (inside the
+    :func:`statements_pipelined` rules) and returns a function reading their answers:
+    a batch sends such jobs with its writes, in one pipeline, and reads after it. The
+    job's result is what that function returns."""
+    setattr(fn, _READ_AFTER_SEND, True)
     return fn
 
 
@@ -103,13 +118,17 @@ def _run_in_order(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list
     """
     results: list[Any] = [None] * len(jobs)
     writes = [i for i, (fn, _) in enumerate(jobs) if _is_write_only(fn)]
-    others = [i for i, (fn, _) in enumerate(jobs) if not _is_write_only(fn)]
+    sends = [i for i, (fn, _) in enumerate(jobs) if _reads_after_send(fn)]
+    first = set(writes) | set(sends)
+    others = [i for i in range(len(jobs)) if i not in first]
     # A lone job is left to its own blocks: a failure it handles itself (a savepoint it
     # rolls back to) must surface inside it, not at the end of an outer pipeline.
-    with statements_pipelined() if len(writes) > 1 else nullcontext():
-        for i in writes:
+    with statements_pipelined() if len(writes) + len(sends) > 1 else nullcontext():
+        for i in writes + sends:
             fn, kwargs = jobs[i]
             results[i] = fn(**kwargs)
+    for i in sends:
+        results[i] = results[i]()
     for i in others:
         fn, kwargs = jobs[i]
         results[i] = fn(**kwargs)
@@ -118,6 +137,16 @@ def _run_in_order(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list
 
 def _is_write_only(fn: Callable[..., Any]) -> bool:
     return getattr(fn, _WRITE_ONLY, False)
+
+
+def _reads_after_send(fn: Callable[..., Any]) -> bool:
+    return getattr(fn, _READ_AFTER_SEND, False)
+
+
+def _run_job(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """One job on its own: a sending job's answer read at once."""
+    result = fn(**kwargs)
+    return result() if _reads_after_send(fn) else result
 
 
 def _run_jobs(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list[tuple[bool, Any]]:
@@ -137,7 +166,7 @@ def _run_jobs(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list[tup
     for fn, kwargs in jobs:
         try:
             with transaction.atomic():
-                results.append((True, fn(**kwargs)))
+                results.append((True, _run_job(fn, kwargs)))
         except Exception as exc:
             results.append((False, exc))
     return results

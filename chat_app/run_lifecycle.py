@@ -21,6 +21,7 @@ from chat_app.titles import title_from_message
 from chat_app.turn_limits import turn_start_allow
 from chat_app.turn_sql import (
     row_insert,
+    row_insert_sent,
     row_update,
     run_for_finish,
     runs_running,
@@ -99,15 +100,22 @@ def run_start(
                 },
             )
         )
-        message = row_insert(Message(conversation=locked_row, role="user", text=text, run=run))
         if not locked_row.title:
             locked_row.title = title_from_message(text)
         chosen = {field: getattr(conversation, field) for field in conversation_fields}
-        row_update(
-            Conversation,
-            pk=locked_row.pk,
-            values={**chosen, "title": locked_row.title, "updated": timezone.now()},
-        )
+        # The message's key is read after the block: on PostgreSQL the INSERT and the
+        # conversation's UPDATE share one round trip.
+        with connection.cursor() as cursor:
+            with statements_pipelined():
+                stored = row_insert_sent(
+                    cursor, Message(conversation=locked_row, role="user", text=text, run=run)
+                )
+                row_update(
+                    Conversation,
+                    pk=locked_row.pk,
+                    values={**chosen, "title": locked_row.title, "updated": timezone.now()},
+                )
+            message = stored()
         conversation.title = locked_row.title
     return run, message
 

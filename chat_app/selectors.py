@@ -23,7 +23,7 @@ from chat_app.turn_sql import conversation_history_rows, run_events_rows, run_to
 from openprogram.agent.events import HistoryMessage
 from openprogram.programs.explain_words import plain_reason
 from openprogram.programs.results import results_dir_for_user
-from openprogram.workspace import workspace_for_user
+from openprogram.workspace import workspace_for_user, workspace_path_for_user
 from openprogram_site.api_errors import NotFoundError
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "conversation_history",
     "conversation_list",
     "conversation_transcript",
+    "history_messages",
     "model_choices",
     "model_key_problem",
     "run_events",
@@ -43,6 +44,7 @@ __all__ = [
     "run_list",
     "tool_result_path",
     "workspace_for",
+    "workspace_path_for",
 ]
 
 
@@ -91,6 +93,11 @@ def conversation_history(*, conversation: Conversation, before: Message) -> list
     """
     # Every turn reads it: plain SQL, without the ORM's compilation (chat_app.turn_sql).
     rows = conversation_history_rows(conversation_id=conversation.pk, before=before)
+    return history_messages(rows)
+
+
+def history_messages(rows: list[tuple[str, str]]) -> list[HistoryMessage]:
+    """``conversation_history``'s messages from its ``(role, text)`` rows, empty ones left out."""
     return [HistoryMessage(role=role, content=text) for role, text in rows if text.strip()]
 
 
@@ -176,6 +183,12 @@ def workspace_for(*, user: AbstractBaseUser) -> Path:
     workspace when one is configured, else ``<workspaces dir>/<user id>``.
     """
     return workspace_for_user(user.pk)
+
+
+def workspace_path_for(*, user: AbstractBaseUser) -> Path:
+    """``workspace_for``'s directory, remembered per process once created: what a turn's
+    start names for its tools (they make sure it still exists when they use it)."""
+    return workspace_path_for_user(user.pk)
 
 
 def model_key_problem(model: str) -> str | None:

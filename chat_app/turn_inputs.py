@@ -7,18 +7,20 @@ starts; nothing here touches the event loop.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 
 from chat_app.approvals import conversation_allowed_tools
+from chat_app.db_batch import statements_pipelined
 from chat_app.models import Conversation
 from chat_app.schemas import TurnOptions
-from chat_app.selectors import conversation_history, model_key_problem, workspace_for
+from chat_app.selectors import history_messages, model_key_problem, workspace_path_for
 from chat_app.services import conversation_choose_options, run_start
-from chat_app.turn_sql import conversation_load
+from chat_app.turn_sql import conversation_history_rows_sent, conversation_load
 from openprogram_site.api_errors import NotFoundError, UnprocessableError
 
 __all__ = ["PreparedTurn", "turn_prepare", "turn_request_kwargs"]
@@ -40,10 +42,15 @@ class PreparedTurn:
 
 def turn_request_kwargs(values: dict[str, Any]) -> dict[str, Any]:
     """Only the TurnRequest fields this framework version has (it grows optional ones)."""
+    names = _request_fields()
+    return {k: v for k, v in values.items() if k in names}
+
+
+@functools.cache
+def _request_fields() -> frozenset[str]:
     from openprogram.agent.events import TurnRequest
 
-    names = {f.name for f in dataclasses.fields(TurnRequest)}
-    return {k: v for k, v in values.items() if k in names}
+    return frozenset(f.name for f in dataclasses.fields(TurnRequest))
 
 
 @transaction.atomic(savepoint=False)  # a batch's transaction (chat_app.db_batch) covers it
@@ -64,7 +71,8 @@ def turn_prepare(
     of a server that stopped mid-turn and may be closed.
     """
     from tools_app.selectors import turn_resolution_inputs
-    from usage_app.services import budget_refusal
+    from usage_app.selectors import budget_and_spend_sent
+    from usage_app.services import budget_verdict
 
     # Locked now: the run is opened under this lock (run_start), without loading it again.
     conversation = conversation_load(owner_id=user.pk, conversation_id=conversation_id, lock=True)
@@ -95,11 +103,22 @@ def turn_prepare(
         model=model,
         conversation_fields=chosen,
     )
-    refusal = budget_refusal(user_id=user.pk, run_id=run.pk, turn_cost=0.0)
+    # Two reads answered together: on PostgreSQL one round trip (db_batch's pipeline).
+    with connection.cursor() as history_cursor, connection.cursor() as budget_cursor:
+        with statements_pipelined():
+            history_rows = conversation_history_rows_sent(
+                history_cursor, conversation_id=conversation.pk, before=message
+            )
+            budget_spend = budget_and_spend_sent(
+                budget_cursor, user_id=user.pk, exclude_run_id=run.pk
+            )
+        history = history_messages(history_rows())
+        budget, recorded = budget_spend()
+    refusal = budget_verdict(budget=budget, recorded=recorded, turn_cost=0.0)
     values = {
         **inputs,
         "text": text,
-        "history": conversation_history(conversation=conversation, before=message),
+        "history": history,
         "model": model,
         "user_id": user.pk,
         "conversation_id": conversation.pk,
@@ -108,7 +127,7 @@ def turn_prepare(
         "plan_mode": conversation.plan_mode,
         "source": "plan" if conversation.plan_mode else "web",
         "attended": turn_attended,
-        "workspace": workspace_for(user=user),
+        "workspace": workspace_path_for(user=user),
         "state": {"todos": list(conversation.todos)},
         "approval_timeout": float(settings.APPROVAL_TIMEOUT_SECONDS),
         "can_use_context": {

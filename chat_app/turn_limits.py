@@ -12,6 +12,7 @@ after the time the message names.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import cache, partial
 from typing import Any
@@ -21,11 +22,12 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
+from chat_app.db_batch import read_after_send
 from chat_app.models import Conversation, Run
 from chat_app.raw_sql import column, python_value, table
 from openprogram_site.api_errors import ThrottledError
 
-__all__ = ["TURN_WINDOW", "turn_start_allow"]
+__all__ = ["TURN_WINDOW", "turn_budget_refusal_sent", "turn_start_allow"]
 
 TURN_WINDOW = timedelta(minutes=1)
 
@@ -98,3 +100,30 @@ def _owner_turns_sql() -> str:
         f"ORDER BY {col(run, 'started')} DESC LIMIT 1 OFFSET %s) "
         f"FROM {table(user)} WHERE {column(user, user._meta.pk.name)} = %s{lock}"
     )
+
+
+@read_after_send
+def turn_budget_refusal_sent(
+    *, user_id: int, run_id: int | None, turn_cost: float
+) -> Callable[[], str | None]:
+    """``usage_app.services.budget_refusal`` as a batch job (``chat_app.db_batch``): the
+    statement is sent now, the verdict read by the returned function, so on PostgreSQL a
+    batch's budget checks share one round trip with its history writes."""
+    from usage_app.selectors import budget_and_spend_sent
+    from usage_app.services import budget_verdict
+
+    cursor = connection.cursor()
+    try:
+        answer = budget_and_spend_sent(cursor, user_id=user_id, exclude_run_id=run_id)
+    except BaseException:
+        cursor.close()
+        raise
+
+    def verdict() -> str | None:
+        try:
+            budget, recorded = answer()
+        finally:
+            cursor.close()
+        return budget_verdict(budget=budget, recorded=recorded, turn_cost=turn_cost)
+
+    return verdict

@@ -15,7 +15,7 @@ keep using the models. Same statements, same semantics: only the compilation is 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, TypeVar
 from uuid import UUID
@@ -28,9 +28,11 @@ from chat_app.raw_sql import column, db_value, python_value, table
 
 __all__ = [
     "conversation_history_rows",
+    "conversation_history_rows_sent",
     "conversation_load",
     "conversation_owned_id",
     "row_insert",
+    "row_insert_sent",
     "row_update",
     "run_conversation_todos_set",
     "run_events_rows",
@@ -133,6 +135,29 @@ def row_insert(obj: _M) -> _M:
     return obj
 
 
+def row_insert_sent(cursor: Any, obj: _M) -> Callable[[], _M]:
+    """Send ``obj``'s INSERT (as :func:`row_insert`) on ``cursor``; the returned function
+    reads its key and gives the stored instance. In a pipelined block call it after the
+    block: the key comes with the block's one round trip, not a round trip of its own."""
+    model = type(obj)
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    cursor.execute(_insert_sql(model), values)
+
+    def stored() -> _M:
+        if connection.features.can_return_columns_from_insert:
+            (obj.pk,) = cursor.fetchone()
+        else:  # pragma: no cover - every supported backend returns columns
+            obj.pk = connection.ops.last_insert_id(
+                cursor, model._meta.db_table, model._meta.pk.column
+            )
+        obj._state.adding = False
+        obj._state.db = connection.alias
+        return obj
+
+    return stored
+
+
 @cache
 def _insert_sql(model: type[Model]) -> str:
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
@@ -165,10 +190,20 @@ def _running_sql() -> str:
 def conversation_history_rows(*, conversation_id: int, before: Message) -> list[tuple[str, str]]:
     """``(role, text)`` of the conversation's messages up to ``before`` (left out),
     oldest first, leaving out those of runs replaced by an edit or a regeneration."""
-    created = db_value(Message, "created", before.created)
     with connection.cursor() as cursor:
-        cursor.execute(_history_sql(), [conversation_id, created, before.pk, True])
-        return [(role, text) for role, text in cursor.fetchall()]
+        return conversation_history_rows_sent(
+            cursor, conversation_id=conversation_id, before=before
+        )()
+
+
+def conversation_history_rows_sent(
+    cursor: Any, *, conversation_id: int, before: Message
+) -> Callable[[], list[tuple[str, str]]]:
+    """Send :func:`conversation_history_rows`' SELECT on ``cursor``; the returned function
+    reads the rows (in a pipelined block: after it, with the block's one round trip)."""
+    created = db_value(Message, "created", before.created)
+    cursor.execute(_history_sql(), [conversation_id, created, before.pk, True])
+    return lambda: [(role, text) for role, text in cursor.fetchall()]
 
 
 @cache

@@ -286,7 +286,7 @@ class ActiveTurn(TurnEvents, TurnControl):
         its nested runs: the run's cost is the larger of what the caller counted and
         what this run's events reported.
         """
-        from usage_app.services import budget_refusal
+        from chat_app.turn_limits import turn_budget_refusal_sent
 
         cost = max(turn_cost, self._run_cost)
         if self._budget_at_start_unread and cost == 0:
@@ -295,8 +295,9 @@ class ActiveTurn(TurnEvents, TurnControl):
             self._budget_at_start_unread = False
             return self.budget_at_start
         self._budget_at_start_unread = False
+        # Sent with the batch's other statements, answered after them (one round trip).
         return await run_batched(
-            budget_refusal, user_id=self.owner_id, run_id=self.run_id, turn_cost=cost
+            turn_budget_refusal_sent, user_id=self.owner_id, run_id=self.run_id, turn_cost=cost
         )
 
     async def _safe_emit(self, event: dict[str, Any]) -> None:

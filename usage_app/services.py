@@ -8,7 +8,7 @@ from typing import Any
 from usage_app.models import ModelCall
 from usage_app.selectors import budget_and_spend
 
-__all__ = ["budget_refusal", "model_call_fields", "model_call_record"]
+__all__ = ["budget_refusal", "budget_verdict", "model_call_fields", "model_call_record"]
 
 _MAX_TOKENS = 2**31 - 1
 """PositiveIntegerField's range on every backend."""
@@ -61,6 +61,11 @@ def budget_refusal(*, user_id: int, run_id: int | None, turn_cost: float) -> str
     and several of the user's turns at once all see the same total.
     """
     budget, recorded = budget_and_spend(user_id=user_id, exclude_run_id=run_id)
+    return budget_verdict(budget=budget, recorded=recorded, turn_cost=turn_cost)
+
+
+def budget_verdict(*, budget: Decimal | None, recorded: Decimal, turn_cost: float) -> str | None:
+    """:func:`budget_refusal`'s answer from a ``budget_and_spend`` already read."""
     if budget is None:
         return None
     spent = recorded + Decimal(str(turn_cost))

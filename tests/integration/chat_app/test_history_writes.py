@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
-from chat_app.db_batch import run_batched, write_only
+from chat_app.db_batch import read_after_send, run_batched, write_only
 from chat_app.models import Conversation, Run, RunEvent, ToolCallRecord
 from chat_app.services import run_finish, run_record_events, run_start
 from chat_app.turn_events import _history_write
@@ -246,3 +246,58 @@ async def test_steps_batched_between_other_jobs_keep_their_order_in_history(alic
 
     assert await asyncio.to_thread(_seqs, run) == list(range(1, 9))
     assert log == ["budget"]
+
+
+@read_after_send
+def _seen_sent(*, seen: list[str]):
+    seen.append("sent in a pipeline" if connection.connection.pgconn.pipeline_status else "alone")
+    return lambda: len(seen)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pipelines are PostgreSQL's")
+async def test_a_batchs_sending_jobs_join_its_writes_pipeline_and_read_after_it():
+    seen: list[str] = []
+
+    results = await asyncio.gather(
+        run_batched(_first_in_line),
+        run_batched(_seen_sent, seen=seen),
+        run_batched(_seen_pipeline, seen=seen),
+        run_batched(_seen_sent, seen=seen),
+    )
+
+    # The write first, then the sends, each read only after all three were sent.
+    assert seen == [True, "sent in a pipeline", "sent in a pipeline"]
+    assert results[1:] == [3, None, 3]
+
+
+async def test_budget_checks_batched_with_a_step_answer_each_owner(alice, bob):
+    from chat_app.turn_limits import turn_budget_refusal_sent
+    from usage_app.models import UserBudget
+
+    await UserBudget.objects.acreate(user=alice, monthly_usd=Decimal("1"))
+    await UserBudget.objects.acreate(user=bob, monthly_usd=Decimal("1"))
+    await ModelCall.objects.acreate(user=alice, model="offline", cost_usd=Decimal("2"))
+    alices, bobs = await _running_run(alice), await _running_run(bob)
+
+    results = await asyncio.gather(
+        run_batched(_first_in_line),
+        run_batched(turn_budget_refusal_sent, user_id=alice.pk, run_id=alices.pk, turn_cost=0),
+        run_batched(_history_write, run_id=bobs.pk, owner_id=bob.pk, events=_step(1)),
+        run_batched(turn_budget_refusal_sent, user_id=bob.pk, run_id=bobs.pk, turn_cost=0.5),
+    )
+
+    alices_verdict, _, bobs_verdict = results[1:]
+    assert "monthly budget is spent (2.00 of 1.00 USD)" in alices_verdict
+    # Bob's step (0.25, his run's) is in turn_cost, not counted twice: 0.5 of 1 spent.
+    assert bobs_verdict is None
+    assert await ModelCall.objects.filter(user=bob).acount() == 1
+
+
+async def test_a_lone_budget_check_is_answered_at_once(alice):
+    from chat_app.turn_limits import turn_budget_refusal_sent
+
+    run = await _running_run(alice)
+    verdict = await run_batched(
+        turn_budget_refusal_sent, user_id=alice.pk, run_id=run.pk, turn_cost=0
+    )
+    assert verdict is None  # no budget: no limit

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from chat_app.models import Conversation, Run
+from chat_app.models import Conversation, Message, Run
 from chat_app.schemas import TurnOptions
 from chat_app.services import conversation_create
 from chat_app.turn_inputs import turn_prepare
@@ -130,3 +130,67 @@ def _budget_spent(user) -> None:
 
     UserBudget.objects.create(user=user, monthly_usd=Decimal("1"))
     ModelCall.objects.create(user=user, model="offline", cost_usd=Decimal("2"))
+
+
+def test_a_turn_start_sends_what_it_reads_nothing_of_together(alice):
+    """On PostgreSQL the message INSERT and the conversation UPDATE share one pipeline
+    (the message's key read after it), and so do the history and budget reads: 9
+    statements in 7 round trips. SQLite runs the same statements one by one."""
+    from usage_app.models import ModelCall
+
+    conversation = conversation_create(owner=alice, model="offline")
+    sent: list[tuple[str, bool]] = []
+    pipelines: list[object] = []  # each pipeline block (psycopg's Pipeline) is one round trip
+
+    def record(execute, sql, params, many, context):
+        on_pg = connection.vendor == "postgresql"
+        in_block = bool(on_pg and connection.connection.pgconn.pipeline_status)
+        sent.append((sql, in_block))
+        if in_block and not any(p is connection.connection._pipeline for p in pipelines):
+            pipelines.append(connection.connection._pipeline)
+        return execute(sql, params, many, context)
+
+    def in_pipeline(start: str, table: str) -> bool:
+        (flag,) = [f for sql, f in sent if sql.startswith(start) and table in sql.split("(")[0]]
+        return flag
+
+    def select_in_pipeline(table: str) -> bool:
+        (flag,) = [f for sql, f in sent if sql.startswith("SELECT") and f"FROM {table}" in sql]
+        return flag
+
+    with connection.execute_wrapper(record):
+        prepared = _prepare(alice, conversation.pk)
+    message = Message.objects.get(pk=prepared.message_id)
+    assert (message.role, message.text, message.run_id) == ("user", "hello there", prepared.run_id)
+    assert Conversation.objects.get(pk=conversation.pk).title == "Hello there"
+    pipelined = connection.vendor == "postgresql"
+    q = connection.ops.quote_name
+    assert in_pipeline("INSERT", q(Message._meta.db_table)) is pipelined
+    assert in_pipeline("UPDATE", q(Conversation._meta.db_table)) is pipelined
+    assert select_in_pipeline(q(Message._meta.db_table)) is pipelined  # the history
+    assert any(q(ModelCall._meta.db_table) in sql and f for sql, f in sent) is pipelined
+    # The run's key goes into the message row: its INSERT is answered first.
+    assert in_pipeline("INSERT", q(Run._meta.db_table)) is False
+    # A statement on its own is a round trip, so is each pipeline block.
+    round_trips = len([f for _, f in sent if not f]) + len(pipelines)
+    assert len(sent) == TURN_START_STATEMENTS
+    assert round_trips == (TURN_START_STATEMENTS - 2 if pipelined else TURN_START_STATEMENTS)
+
+
+def test_a_turn_starts_history_is_the_earlier_turns_without_its_own_message(alice):
+    from chat_app.services import run_finish
+
+    conversation = conversation_create(owner=alice, model="offline")
+    first = _prepare(alice, conversation.pk)
+    assert first.request_kwargs["history"] == []
+    run_finish(run_id=first.run_id, status="completed", text="hi, alice")
+    second = turn_prepare(
+        user=alice,
+        conversation_id=conversation.pk,
+        text="and again",
+        options=TurnOptions(),
+        attended=None,
+        may_abandon_orphans=True,
+    )
+    history = [(m.role, m.content) for m in second.request_kwargs["history"]]
+    assert history == [("user", "hello there"), ("assistant", "hi, alice")]
