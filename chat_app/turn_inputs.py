@@ -36,7 +36,7 @@ class PreparedTurn:
     request_kwargs: dict[str, Any]
     """TurnRequest keyword arguments, hooks excepted (the running turn supplies those)."""
     budget_refusal: str | None = None
-    """The owner's budget verdict as the run opened (``usage_app.services.budget_refusal``,
+    """The owner's budget verdict as the run opened (``usage_app.services.budget_verdict``,
     nothing spent yet): the first model call's check, answered without another job."""
 
 

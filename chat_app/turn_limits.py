@@ -106,9 +106,10 @@ def _owner_turns_sql() -> str:
 def turn_budget_refusal_sent(
     *, user_id: int, run_id: int | None, turn_cost: float
 ) -> Callable[[], str | None]:
-    """``usage_app.services.budget_refusal`` as a batch job (``chat_app.db_batch``): the
-    statement is sent now, the verdict read by the returned function, so on PostgreSQL a
-    batch's budget checks share one round trip with its history writes."""
+    """The owner's budget verdict (``usage_app.services.budget_verdict``) as a batch job
+    (``chat_app.db_batch``): the statement is sent now, the verdict read by the returned
+    function, so on PostgreSQL a batch's budget checks share one round trip with its
+    history writes."""
     from usage_app.selectors import budget_and_spend_sent
     from usage_app.services import budget_verdict
 

@@ -120,23 +120,12 @@ def _update_sql(model: type[Model], names: tuple[str, ...]) -> str:
 def row_insert(obj: _M) -> _M:
     """INSERT a new model instance (defaults and ``auto_now_add`` applied as ``save()``
     applies them) and set its primary key; no signals, as ``bulk_create``."""
-    model = type(obj)
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
     with connection.cursor() as cursor:
-        cursor.execute(_insert_sql(model), values)
-        if connection.features.can_return_columns_from_insert:
-            (pk,) = cursor.fetchone()
-        else:  # pragma: no cover - every supported backend returns columns
-            pk = connection.ops.last_insert_id(cursor, model._meta.db_table, model._meta.pk.column)
-    obj.pk = pk
-    obj._state.adding = False
-    obj._state.db = connection.alias
-    return obj
+        return row_insert_sent(cursor, obj)()
 
 
 def row_insert_sent(cursor: Any, obj: _M) -> Callable[[], _M]:
-    """Send ``obj``'s INSERT (as :func:`row_insert`) on ``cursor``; the returned function
+    """Send ``obj``'s INSERT (see :func:`row_insert`) on ``cursor``; the returned function
     reads its key and gives the stored instance. In a pipelined block call it after the
     block: the key comes with the block's one round trip, not a round trip of its own."""
     model = type(obj)

@@ -6,9 +6,8 @@ from decimal import Decimal
 from typing import Any
 
 from usage_app.models import ModelCall
-from usage_app.selectors import budget_and_spend
 
-__all__ = ["budget_refusal", "budget_verdict", "model_call_fields", "model_call_record"]
+__all__ = ["budget_verdict", "model_call_fields", "model_call_record"]
 
 _MAX_TOKENS = 2**31 - 1
 """PositiveIntegerField's range on every backend."""
@@ -53,19 +52,14 @@ def model_call_record(*, user_id: int, run_id: int | None, event: dict[str, Any]
     return ModelCall.objects.create(user_id=user_id, run_id=run_id, **model_call_fields(event))
 
 
-def budget_refusal(*, user_id: int, run_id: int | None, turn_cost: float) -> str | None:
-    """A message when the user's monthly budget is spent, else None.
-
-    Counts every recorded call this month except this run's own (those are in
-    ``turn_cost``, which may be ahead of what is recorded), so several processes
-    and several of the user's turns at once all see the same total.
-    """
-    budget, recorded = budget_and_spend(user_id=user_id, exclude_run_id=run_id)
-    return budget_verdict(budget=budget, recorded=recorded, turn_cost=turn_cost)
-
-
 def budget_verdict(*, budget: Decimal | None, recorded: Decimal, turn_cost: float) -> str | None:
-    """:func:`budget_refusal`'s answer from a ``budget_and_spend`` already read."""
+    """A message when the user's monthly budget is spent, else None, from
+    ``usage_app.selectors.budget_and_spend`` (or ``budget_and_spend_sent``) already read.
+
+    ``recorded`` counts every recorded call this month except this run's own (those are
+    in ``turn_cost``, which may be ahead of what is recorded), so several processes and
+    several of the user's turns at once all see the same total.
+    """
     if budget is None:
         return None
     spent = recorded + Decimal(str(turn_cost))

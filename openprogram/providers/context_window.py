@@ -7,8 +7,6 @@ Characters are estimated as tokens * :data:`CHARS_PER_TOKEN`, the usual English 
 
 from __future__ import annotations
 
-import functools
-
 __all__ = [
     "CHARS_PER_TOKEN",
     "FALLBACK_CONTEXT_TOKENS",
@@ -21,9 +19,23 @@ FALLBACK_CONTEXT_TOKENS = 32_000
 CHARS_PER_TOKEN = 4
 
 
-@functools.lru_cache(maxsize=256)
+_known_tokens: dict[str, int] = {}
+_MAX_KNOWN = 256
+
+
 def context_window_tokens(model: str) -> int:
-    """``max_input_tokens`` (else ``max_tokens``) from litellm's model info, else the fallback."""
+    """``max_input_tokens`` (else ``max_tokens``) from litellm's model info, else the
+    fallback; remembered per model (at most ``_MAX_KNOWN`` of them)."""
+    tokens = _known_tokens.get(model)
+    if tokens is None:
+        tokens = _model_info_tokens(model)
+        if len(_known_tokens) >= _MAX_KNOWN:
+            _known_tokens.clear()
+        _known_tokens[model] = tokens
+    return tokens
+
+
+def _model_info_tokens(model: str) -> int:
     from openprogram.providers.routing import litellm_model_name
 
     name = litellm_model_name(model)
@@ -42,17 +54,8 @@ def context_window_tokens(model: str) -> int:
     return int(tokens) if tokens else FALLBACK_CONTEXT_TOKENS
 
 
-_known_chars: dict[str, int] = {}
-_MAX_KNOWN = 256
-
-
 def context_window_chars(model: str) -> int:
-    chars = context_window_tokens(model) * CHARS_PER_TOKEN
-    if model not in _known_chars:
-        if len(_known_chars) >= _MAX_KNOWN:
-            _known_chars.clear()
-        _known_chars[model] = chars
-    return chars
+    return context_window_tokens(model) * CHARS_PER_TOKEN
 
 
 def context_window_chars_known(model: str) -> int | None:
@@ -62,4 +65,5 @@ def context_window_chars_known(model: str) -> int | None:
     litellm and read its model map (a worker thread's job); after that the answer is a
     look-up, and the turn need not hop to a thread and back for it.
     """
-    return _known_chars.get(model)
+    tokens = _known_tokens.get(model)
+    return None if tokens is None else tokens * CHARS_PER_TOKEN
