@@ -84,7 +84,8 @@ class _PacedStream:
 
     def _piece(self) -> None:
         if self._transport.is_closing():  # the client stopped reading (a cancelled turn)
-            self.done.set_result(None)
+            if not self.done.done():  # cancelled with its connection's task
+                self.done.set_result(None)
             return
         self._transport.write(self._before + str(time.time_ns()).encode() + self._after)
         self._left -= 1

@@ -79,7 +79,7 @@ def rows(
         if x.start_cpu is None:
             return "n/a (a turn never streamed)"
         return (
-            f"{x.start_cpu * 1000 / chats:.1f} ({x.start_cpu:.2f} s; "
+            f"{x.start_cpu * 1000 / chats:.2f} ({x.start_cpu:.3f} s; "
             f"{x.pieces_by_then} pieces streamed meanwhile)"
         )
 

@@ -36,9 +36,9 @@ from pathlib import Path
 from bench._paced_model import MODEL, TOOLS_PER_TURN, paced_model_start
 from bench._proc import (
     CpuWindow,
-    process_cpu_seconds,
     process_peak_rss_bytes,
     process_rss_bytes,
+    process_threads_cpu_ns,
 )
 from bench._streaming_report import MODEL_SERVER, SERVER, Alone, Load, rows
 from bench._streaming_turns import ARRIVALS, FirstTokens, NewcomerGate, Turns, arrival_offsets
@@ -101,17 +101,18 @@ async def _alone(url: str, seats: list[ChatSeat], label: str = "alone") -> Turns
 
 
 class _StartCpu:
-    """The server's CPU from the first send until every load turn had its first token."""
+    """The server's CPU from the first send until every load turn had its first token
+    (all its threads, in nanoseconds: clock ticks are too coarse for a window this short)."""
 
     def __init__(self, pid: int) -> None:
-        self._pid, self._begin = pid, 0.0
+        self._pid, self._begin = pid, 0
         self.seconds: float | None = None
 
     def begin(self) -> None:
-        self._begin = process_cpu_seconds(self._pid)
+        self._begin = process_threads_cpu_ns(self._pid)
 
     def end(self) -> None:
-        self.seconds = process_cpu_seconds(self._pid) - self._begin
+        self.seconds = (process_threads_cpu_ns(self._pid) - self._begin) / 1e9
 
 
 async def _together(

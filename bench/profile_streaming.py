@@ -1,8 +1,9 @@
 """Where the server's CPU goes while 100 chats stream at once (the streaming load).
 
-``python -m bench.profile_streaming [OUT [RAW]]`` starts the paced fake model server and
-one daphne process as ``bench_streaming_load`` does, attaches py-spy to the server while
-the 100 simultaneous streaming turns run, and prints (and writes to ``OUT``) where the
+``python -m bench.profile_streaming [--arrivals burst|spread] [OUT [RAW]]`` starts the
+paced fake model server and one daphne process as ``bench_streaming_load`` does, attaches
+py-spy to the server while the 100 simultaneous streaming turns run (all sent at once, or
+at random moments over 2 s with ``--arrivals spread``), and prints (and writes to ``OUT``) where the
 CPU went, by area, by own time and including callees, in milliseconds per turn
 (``RAW`` keeps py-spy's collapsed stacks). Only samples holding the GIL count
 (``--gil``): the event loop, the database thread and litellm's worker threads contend
@@ -15,6 +16,7 @@ Not a ``bench_*`` module, so ``make bench`` does not run it; the committed summa
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from bench._paced_model import MODEL
 from bench._proc import process_cpu_seconds
+from bench._streaming_turns import ARRIVALS, arrival_offsets
 from bench._ws import chat_seats_create, daphne_start
 from bench.bench_streaming_load import _alone, _paced_model, _together
 from bench.profile_turn import _RATE, _py_spy, _summarise
@@ -32,10 +35,16 @@ from tests.servers import make_server
 __all__ = ["main"]
 
 _CHATS = 100
+_SPREAD_SECONDS = 2.0
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m bench.profile_streaming")
+    parser.add_argument("--arrivals", choices=ARRIVALS, default="burst")
+    parser.add_argument("out", nargs="?", help="file the summary is written to")
+    parser.add_argument("raw", nargs="?", help="file py-spy's collapsed stacks are written to")
+    options = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    offsets = arrival_offsets(options.arrivals, _CHATS, window=_SPREAD_SECONDS)
     spy = _py_spy()
     model_proc, model_url = _paced_model()
     try:
@@ -66,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
                 time.sleep(1.0)  # py-spy attaches
                 cpu_before = process_cpu_seconds(server.proc.pid)
                 load, _, _, _ = asyncio.run(
-                    _together(server.url, seats[1:], server_pid=server.proc.pid)
+                    _together(server.url, seats[1:], server_pid=server.proc.pid, offsets=offsets)
                 )
                 cpu = process_cpu_seconds(server.proc.pid) - cpu_before
                 recorder.send_signal(2)  # SIGINT: py-spy writes what it has and exits
@@ -83,15 +92,17 @@ def main(argv: list[str] | None = None) -> None:
         turns=load.completed or _CHATS,
         cpu_seconds=cpu,
         title=(
-            f"{_CHATS} simultaneous streaming turns (300 pieces at 50/s + 2 tool calls, "
+            f"{_CHATS} simultaneous streaming turns"
+            f"{' sent over 2 s' if options.arrivals == 'spread' else ''} "
+            "(300 pieces at 50/s + 2 tool calls, "
             f"{load.pieces} pieces delivered), one daphne process, SQLite"
         ),
         threads="all threads, GIL holders only",
     )
-    if argv:
-        Path(argv[0]).write_text(summary)
-    if len(argv) > 1:
-        Path(argv[1]).write_text(raw)
+    if options.out:
+        Path(options.out).write_text(summary)
+    if options.raw:
+        Path(options.raw).write_text(raw)
     print(summary)
 
 

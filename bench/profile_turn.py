@@ -66,7 +66,11 @@ _AREAS = (
     ("database: finishing a turn", "run_finish"),
     ("database: budget checks", "budget_refusal"),
     ("database: model-call ledger", "model_call_record"),
-    ("database: socket connect and catch-up", "consumers.py"),
+    ("database: socket login (session, user)", "socket_user_sent"),
+    ("database: socket connect and catch-up", "connect_reads_sent"),
+    # A relayed frame reaches its socket through ChatConsumer.dispatch: not the connect.
+    ("turn task, relay, consumers", "chat_events"),
+    ("socket connect, messages, disconnect (consumers)", "consumers.py"),
     ("database: other (sessions, closing connections)", "thread_handler"),
     ("tools (todo_read, list_dir and their policy)", "openprogram/programs"),
     ("thread hand-offs (waking the event loop)", "_write_to_self"),
