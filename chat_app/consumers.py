@@ -18,11 +18,13 @@ import json
 import logging
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.sessions import InstanceSessionWrapper
 from pydantic import ValidationError
 
+from chat_app.catch_up import NOT_READ, connect_reads_sent
 from chat_app.db_batch import run_batched
 from chat_app.schemas import MAX_FRAME_BYTES, UserMessageFrame, parse_client_frame
 from chat_app.turns import (
@@ -32,6 +34,7 @@ from chat_app.turns import (
     turn_control_send,
     turn_in_flight,
     turn_start,
+    turn_started_since,
     turns_started,
 )
 from openprogram_site.api_errors import DomainError
@@ -44,46 +47,6 @@ _log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
-
-
-_NOT_READ: Any = object()
-"""The connect job left the catch-up to a second job (see ``ChatConsumer.connect``)."""
-
-
-def _connect_reads(*, owner_id: int, public_id: str, catch_up: bool) -> tuple[int | None, Any]:
-    """The conversation's key if ``owner_id`` owns it (else None) and, with ``catch_up``
-    and no turn of it in flight, its catch-up frame read in the same job (else
-    ``_NOT_READ``: the caller reads it after joining the group)."""
-    from chat_app.turn_sql import conversation_owned_id
-
-    owned = conversation_owned_id(owner_id=owner_id, public_id=public_id)
-    if owned is None or not catch_up or turn_in_flight(owned):
-        return owned, _NOT_READ
-    return owned, _catch_up(conversation_id=owned)
-
-
-def _catch_up(*, conversation_id: int) -> dict[str, Any] | None:
-    from chat_app.selectors import run_events
-    from chat_app.services import run_abandon_orphans, run_expire_orphans
-    from chat_app.turn_sql import run_latest_status
-
-    latest = run_latest_status(conversation_id=conversation_id)
-    if latest is None:
-        return None
-    run_id, status = latest
-    if status == "running" and active_turn(conversation_id) is None:
-        # One process: nobody else can run it. Several: only if its lease ran out.
-        if single_process_layer():
-            run_abandon_orphans(conversation_id=conversation_id)
-        else:
-            run_expire_orphans(conversation_id=conversation_id)
-        run_id, status = run_latest_status(conversation_id=conversation_id) or latest
-    return {
-        "type": "catch_up",
-        "run_id": run_id,
-        "status": status,
-        "events": run_events(run_id=run_id),
-    }
 
 
 def _error_text(exc: ValidationError) -> str:
@@ -108,14 +71,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
         # One process and no turn of the conversation in flight (started, events not
         # all written): nothing can reach its group until a turn starts, so the
-        # catch-up is read in the ownership check's job, one hop instead of two. If a
-        # turn is in flight, or any turn started before the group was joined, it is
-        # read again below, after joining (as always with several processes): the
-        # socket then misses nothing, as history or the group has every event.
+        # catch-up is read with the ownership check, in one statement (chat_app.catch_up).
+        # If a turn is in flight, or one of this conversation started before the group
+        # was joined, it is read again below, after joining (as always with several
+        # processes): the socket then misses nothing, as history or the group has every
+        # event.
         starts = turns_started()
         # Batched with the running turns' jobs: a burst of connects shares thread hops.
         owned, catch_up = await run_batched(
-            _connect_reads,
+            connect_reads_sent,
             owner_id=user.pk,
             public_id=public_id,
             catch_up=single_process_layer(),
@@ -127,14 +91,21 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.group = events_group(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        stale = turns_started() != starts or turn_in_flight(self.conversation_id)
-        if catch_up is _NOT_READ or stale:
+        stale = turn_started_since(owned, starts) or turn_in_flight(owned)
+        if catch_up is NOT_READ or stale:
             turn = active_turn(self.conversation_id)
             if turn is not None:
                 # Streamed text waits in a buffer between writes; history must have it first.
                 await turn.flush()
-            catch_up = await run_batched(_catch_up, conversation_id=self.conversation_id)
-        if catch_up is not None:
+            _, catch_up = await run_batched(
+                connect_reads_sent,
+                owner_id=user.pk,
+                public_id=public_id,
+                catch_up=True,
+                even_in_flight=True,
+            )
+        # None: no run yet; NOT_READ after the second read: the conversation is gone.
+        if catch_up is not None and catch_up is not NOT_READ:
             await self.send_json(catch_up)
 
     async def _refuse(self, code: int) -> None:
@@ -223,12 +194,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every message it dispatches,
-        # a hop to the database thread each time. Relayed events, most of a socket's
-        # messages and one per streamed piece, touch no database: they skip it.
+        # a hop to its database thread each time (three a turn: connect, the message,
+        # disconnect; on SQLite the thread the batches run on). Nothing here touches the
+        # database but through run_batched or database_sync_to_async, which close stale
+        # connections around each call themselves, so every message skips that hop.
         if message.get("type") == "chat.events":
             await self.chat_events(message)
             return
-        await super().dispatch(message)
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def chat_events(self, message: dict[str, Any]) -> None:
         """A turn's relayed events: frames the relay encoded once for every tab."""

@@ -24,7 +24,9 @@ nothing back, so a batch runs them first, all in one pipeline
 each. If anything in that pipeline fails, the batch falls back as for any failure.
 Jobs marked :func:`read_after_send` (a turn's budget check before a model call) send
 their statement into that same pipeline and read the answer after it: one round trip
-for a batch's writes and checks together.
+for a batch's writes and checks together. A reading function that needs a second,
+dependent statement (a socket's login: the session row names the user) returns
+:class:`SendMore`: the batch sends all such second statements in one more pipeline.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.db import close_old_connections, connection, transaction
 
-__all__ = ["read_after_send", "run_batched", "statements_pipelined", "write_only"]
+__all__ = ["SendMore", "read_after_send", "run_batched", "statements_pipelined", "write_only"]
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -78,6 +80,17 @@ def read_after_send(fn: Callable[..., Callable[[], _T]]) -> Callable[..., Callab
     job's result is what that function returns."""
     setattr(fn, _READ_AFTER_SEND, True)
     return fn
+
+
+@dataclass(frozen=True)
+class SendMore:
+    """What a :func:`read_after_send` job's reading function returns when it has a
+    dependent statement to send: ``send()`` sends it (inside the
+    :func:`statements_pipelined` rules) and returns the function reading its answer,
+    which gives the job's result (or another ``SendMore``). A batch calls the ``send``
+    of all its jobs that returned one inside one pipeline, then their readers."""
+
+    send: Callable[[], Callable[[], Any]]
 
 
 @contextlib.contextmanager
@@ -129,6 +142,14 @@ def _run_in_order(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list
             results[i] = fn(**kwargs)
     for i in sends:
         results[i] = results[i]()
+    more = [i for i in sends if isinstance(results[i], SendMore)]
+    while more:
+        with statements_pipelined() if len(more) > 1 else nullcontext():
+            for i in more:
+                results[i] = results[i].send()
+        for i in more:
+            results[i] = results[i]()
+        more = [i for i in more if isinstance(results[i], SendMore)]
     for i in others:
         fn, kwargs = jobs[i]
         results[i] = fn(**kwargs)
@@ -146,7 +167,12 @@ def _reads_after_send(fn: Callable[..., Any]) -> bool:
 def _run_job(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     """One job on its own: a sending job's answer read at once."""
     result = fn(**kwargs)
-    return result() if _reads_after_send(fn) else result
+    if not _reads_after_send(fn):
+        return result
+    result = result()
+    while isinstance(result, SendMore):
+        result = result.send()()
+    return result
 
 
 def _run_jobs(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list[tuple[bool, Any]]:

@@ -5,13 +5,17 @@ ways, so a row written or read here is what the ORM would write or read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Field, Model
 
-__all__ = ["column", "db_value", "python_value", "table"]
+__all__ = ["column", "db_value", "instance_from_row", "python_value", "query_sent", "table"]
+
+_T = TypeVar("_T")
+_M = TypeVar("_M", bound=Model)
 
 
 @cache
@@ -40,3 +44,30 @@ def python_value(field: Field[Any, Any], value: Any) -> Any:
 def _converters(field: Field[Any, Any]) -> tuple[Any, ...]:
     backend = connection.ops.get_db_converters(field.cached_col)
     return (*backend, *field.get_db_converters(connection))
+
+
+def instance_from_row(model: type[_M], fields: Sequence[Field[Any, Any]], row: Sequence[Any]) -> _M:
+    """The instance the ORM would load from ``row`` (the columns of ``fields``, in order)."""
+    values = [python_value(field, value) for field, value in zip(fields, row, strict=True)]
+    return model.from_db(connection.alias, [f.attname for f in fields], values)
+
+
+def query_sent(sql: str, params: Sequence[Any], read: Callable[[Any], _T]) -> Callable[[], _T]:
+    """Send ``sql`` on a cursor of its own; the returned function reads the answer with
+    ``read(cursor)`` and closes the cursor. In a pipelined block
+    (``db_batch.statements_pipelined``) call it after the block: the answer comes with the
+    block's one round trip."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+    except BaseException:
+        cursor.close()
+        raise
+
+    def answer() -> _T:
+        try:
+            return read(cursor)
+        finally:
+            cursor.close()
+
+    return answer

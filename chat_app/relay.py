@@ -20,20 +20,22 @@ order tabs see is the order events happened.
 A streaming model keeps a window closing every 20 ms for each turn, so closing one is
 made cheap. A window gets a timer only when a piece waits in it, and windows closing
 within a millisecond of each other (turns whose pieces arrived in the same turn of the
-event loop) share one timer (:class:`_WindowTimers`). With the in-process channel layer
-a window is closed and its pieces written to the sockets in the timer's callback
-(:func:`_run_now`), not in a task of its own; with Redis, which waits for its server, a
-task sends them.
+event loop) share one timer (:class:`chat_app.shared_timers.SharedTimers`), so a window
+may close up to a millisecond early; a piece arriving in that last millisecond goes out
+at once instead of waiting alone for a timer (a model streaming at the window's own pace
+would otherwise have nearly every piece wait, and each window reopen a little later
+than the last, so that the waits grew by the timer's lateness piece after piece). With
+the in-process channel layer a window is closed and its pieces written to the sockets
+in the timer's callback (:func:`_run_now`), not in a task of its own; with Redis, which
+waits for its server, a task sends them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import types
-import weakref
 from collections.abc import Coroutine, Generator
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -41,6 +43,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from chat_app.channel_layer import LocalChannelLayer
+from chat_app.shared_timers import SharedTimers
 
 __all__ = [
     "RELAY_WINDOW_SECONDS",
@@ -179,10 +182,12 @@ class GroupRelay:
         else:
             streamed = all(event["type"] in STREAMED for event in events)
         loop = asyncio.get_running_loop()
-        if streamed and loop.time() < self._window_until:
+        # A window may close up to _SHARED_TIMER_SECONDS early: a piece arriving in its
+        # last moment goes out now rather than wait alone for a timer (module docstring).
+        if streamed and loop.time() < self._window_until - _SHARED_TIMER_SECONDS:
             self._waiting.extend(events)
             if self._timer is None:
-                self._timer = _timers(loop).close_at(loop, self._window_until, self)
+                self._timer = _window_timers.at(loop, self._window_until, self)
             return
         # Every send happens under one lock, so no two paths interleave (a send to Redis
         # waits for the server).
@@ -228,47 +233,9 @@ class GroupRelay:
         await group_send_safely(self.group, relay_message(list(events)), layer=self._layer)
 
 
-class _WindowTimers:
-    """One loop's window timers: a window joins the timer of one that closes at most
-    ``_SHARED_TIMER_SECONDS`` before it, else gets a new one."""
-
-    def __init__(self) -> None:
-        # No reference to the loop: the loop is the key these live under, weakly.
-        self._due_at = float("-inf")
-        self._due: list[GroupRelay] = []
-
-    def close_at(
-        self, loop: asyncio.AbstractEventLoop, when: float, relay: GroupRelay
-    ) -> list[GroupRelay]:
-        """Have ``relay``'s window closed at ``when``; the timer's list, its token."""
-        if 0.0 <= when - self._due_at < _SHARED_TIMER_SECONDS:
-            self._due.append(relay)
-            return self._due
-        self._due_at, self._due = when, [relay]
-        # Windows of many turns close in it: in a context of its own, none of theirs.
-        loop.call_at(when, self._fire, self._due, context=contextvars.Context())
-        return self._due
-
-    def _fire(self, due: list[GroupRelay]) -> None:
-        if due is self._due:  # no later window may join a timer that has gone off
-            self._due_at, self._due = float("-inf"), []
-        for relay in due:
-            try:
-                relay._close_window(due)
-            except Exception:  # one turn's failure must not keep the others' pieces back
-                _log.exception("could not close the relay window of %r", relay.group)
-
-
-_loop_timers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _WindowTimers] = (
-    weakref.WeakKeyDictionary()
+_window_timers: SharedTimers[GroupRelay] = SharedTimers(
+    early=_SHARED_TIMER_SECONDS, fire=GroupRelay._close_window
 )
-
-
-def _timers(loop: asyncio.AbstractEventLoop) -> _WindowTimers:
-    timers = _loop_timers.get(loop)
-    if timers is None:
-        timers = _loop_timers[loop] = _WindowTimers()
-    return timers
 
 
 def _run_now(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:

@@ -7,23 +7,23 @@ running it) is closed as orphaned, keeping what it had streamed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from chat_app.db_batch import statements_pipelined
+from chat_app.db_batch import read_after_send, statements_pipelined
 from chat_app.history_sql import assistant_message_insert
 from chat_app.models import Conversation, Message, Run, RunEvent, RunStatus, lease_deadline
 from chat_app.titles import title_from_message
 from chat_app.turn_limits import turn_start_allow
 from chat_app.turn_sql import (
-    row_insert,
-    row_insert_sent,
+    message_insert_sent,
     row_update,
-    run_for_finish,
+    run_for_finish_sent,
+    run_insert,
     runs_running,
     tool_calls_close_open,
 )
@@ -34,6 +34,7 @@ __all__ = [
     "run_abandon_orphans",
     "run_expire_orphans",
     "run_finish",
+    "run_finish_sent",
     "run_renew_lease",
     "run_start",
     "runs_close_at_startup",
@@ -85,20 +86,20 @@ def run_start(
             if replaced is None:
                 raise UnprocessableError(f"run {replaces!r} is not a current run of this chat")
             locked_row.runs.filter(pk__gte=replaced.pk).update(superseded=True)
-        # Plain SQL (chat_app.turn_sql): the same rows, without the ORM's compilation.
-        run = row_insert(
-            Run(
-                conversation=locked_row,
-                model=model or conversation.model,
-                profile_name=conversation.profile_name,
-                attended=attended,
-                options={
-                    "tools_on": conversation.tools_on,
-                    "web_search_on": conversation.web_search_on,
-                    "plan_mode": conversation.plan_mode,
-                    "agent_profile": conversation.agent_profile_id,
-                },
-            )
+        # Plain SQL from plain values (chat_app.turn_sql): the rows Run(...) and
+        # Message(...) would store, without building and converting them field by field.
+        run = run_insert(
+            conversation_id=locked_row.pk,
+            model=model or conversation.model,
+            profile_name=conversation.profile_name,
+            attended=attended,
+            options={
+                "tools_on": conversation.tools_on,
+                "web_search_on": conversation.web_search_on,
+                "plan_mode": conversation.plan_mode,
+                "agent_profile": conversation.agent_profile_id,
+            },
+            started=timezone.now(),
         )
         if not locked_row.title:
             locked_row.title = title_from_message(text)
@@ -107,8 +108,13 @@ def run_start(
         # conversation's UPDATE share one round trip.
         with connection.cursor() as cursor:
             with statements_pipelined():
-                stored = row_insert_sent(
-                    cursor, Message(conversation=locked_row, role="user", text=text, run=run)
+                stored = message_insert_sent(
+                    cursor,
+                    conversation_id=locked_row.pk,
+                    run_id=run.pk,
+                    role="user",
+                    text=text,
+                    created=timezone.now(),
                 )
                 row_update(
                     Conversation,
@@ -141,8 +147,26 @@ def run_finish(
     orphaned by another process must not reopen it): its reply is returned instead.
     """
     with transaction.atomic(savepoint=False):  # a batch's transaction covers it
-        # Only what is read here: the run's JSON fields (tools, explain) cost to decode.
-        run = run_for_finish(run_id=run_id)
+        return run_finish_sent(run_id=run_id, status=status, text=text, usage=usage, error=error)()
+
+
+@read_after_send
+def run_finish_sent(
+    *,
+    run_id: int,
+    status: RunStatus,
+    text: str,
+    usage: dict[str, Any] | None = None,
+    error: str = "",
+) -> Callable[[], Message]:
+    """:func:`run_finish` as a batch job (``chat_app.db_batch``), inside the batch's
+    transaction: the run's locked read is sent now (on PostgreSQL in the batch's
+    pipeline, with the turns' history writes) and the returned function closes the run."""
+    # Only what is read here: the run's JSON fields (tools, explain) cost to decode.
+    locked = run_for_finish_sent(run_id=run_id)
+
+    def finish() -> Message:
+        run = locked()
         if run is None:
             raise Run.DoesNotExist(f"run {run_id!r} does not exist")
         if run.status != "running":
@@ -182,7 +206,9 @@ def run_finish(
             setattr(run, name, value)
         run.lease_until = None
         message.run = run  # callers read the verdict from message.run
-    return message
+        return message
+
+    return finish
 
 
 def run_renew_lease(*, run_id: int) -> bool:

@@ -9,7 +9,9 @@ tab sees an event history lacks. Streamed events alone (text deltas, tool output
 the exception: sent at once, written in coalesced batches at most 0.25 s later, so a
 streaming model does not write one row per token. A streamed event with nothing queued
 ahead of it skips the pump: buffered and relayed within ``emit``, so a streamed piece
-costs no task of its own.
+costs no task of its own. Turns whose timed writes fall due within 50 ms of each other
+share one timer (a write may come up to 50 ms early, never late), so their writes go to
+the database in one batch however their turns' starts were spread out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from chat_app.db_batch import run_batched, write_only
 from chat_app.relay import STREAMED, GroupRelay, coalesce_streamed
+from chat_app.shared_timers import SharedTimers
 
 __all__ = ["TurnEvents"]
 
@@ -27,6 +30,9 @@ _log = logging.getLogger(__name__)
 
 _FLUSH_AFTER_SECONDS = 0.25
 _FLUSH_AFTER_CHARS = 8_000
+_FLUSH_SHARED_SECONDS = 0.05
+"""Timed writes due this close together share a timer (and so a database batch); a
+write may come this much early, never late."""
 
 
 class TurnEvents:
@@ -48,7 +54,10 @@ class TurnEvents:
         self._buffer: list[dict[str, Any]] = []
         self._buffer_chars = 0
         self._persist_lock = asyncio.Lock()
-        self._flush_timer: asyncio.TimerHandle | None = None
+        self._flush_timer: list[TurnEvents] | None = None
+        """The shared timer due to write the buffer (its token), if one is set."""
+        self._flush_due = 0.0
+        """Loop time the buffer is to be written by (when ``_flush_timer`` is set)."""
         self._timed_flushes: set[asyncio.Future[None]] = set()
         self._relay = GroupRelay(group)
 
@@ -81,6 +90,16 @@ class TurnEvents:
             self._pump = asyncio.create_task(self._pump_outbox())
         return event
 
+    async def relay_recorded(self, event: dict[str, Any]) -> None:
+        """Number and relay an event the caller already wrote to run history as the next
+        ``seq`` (a turn's ``user_message``, written by its start's database job): only
+        before anything else was emitted, so history order stays socket order."""
+        if self._outbox or (self._pump is not None and not self._pump.done()):
+            raise RuntimeError("a recorded event is relayed only ahead of every other event")
+        self.seq += 1
+        self._hand_over(self.seq)
+        await self._relay.send({**event, "seq": self.seq, "run_id": self.run_id})
+
     async def _pump_outbox(self) -> None:
         """Hand over everything queued, step by step: history first, then the tabs."""
         while self._outbox and self._history_error is None:
@@ -112,14 +131,16 @@ class TurnEvents:
         if not self._buffer:
             # Written within the window even if no further event ever comes (a model
             # that streams and then stalls, a server that dies): crash loss ≤ 0.25 s.
-            self._flush_timer = asyncio.get_running_loop().call_later(
-                _FLUSH_AFTER_SECONDS, self._flush_on_timer
-            )
+            loop = asyncio.get_running_loop()
+            self._flush_due = loop.time() + _FLUSH_AFTER_SECONDS
+            self._flush_timer = _flush_timers.at(loop, self._flush_due, self)
         self._buffer.extend(events)
         self._buffer_chars += sum(len(event.get("text", "")) for event in events)
         return self._buffer_chars >= _FLUSH_AFTER_CHARS
 
-    def _flush_on_timer(self) -> None:
+    def _flush_on_timer(self, timer: list[TurnEvents]) -> None:
+        if self._flush_timer is not timer:
+            return  # written since (the timer is shared: it could not be cancelled)
         self._flush_timer = None
         task = asyncio.ensure_future(self._safe_flush())
         self._timed_flushes.add(task)
@@ -169,9 +190,7 @@ class TurnEvents:
 
     async def _write_history(self, extra: list[dict[str, Any]] | None = None) -> None:
         """Write buffered streamed events (then ``extra``) to run history, in one job."""
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-            self._flush_timer = None
+        self._flush_timer = None  # nothing left for the timer when it goes off
         async with self._persist_lock:
             batch = coalesce_streamed([*self._buffer, *(extra or ())])
             self._buffer, self._buffer_chars = [], 0
@@ -179,6 +198,11 @@ class TurnEvents:
                 await run_batched(
                     _history_write, run_id=self.run_id, owner_id=self.owner_id, events=batch
                 )
+
+
+_flush_timers: SharedTimers[TurnEvents] = SharedTimers(
+    early=_FLUSH_SHARED_SECONDS, fire=TurnEvents._flush_on_timer
+)
 
 
 @write_only  # a batch pipelines it with its neighbours (chat_app.db_batch)

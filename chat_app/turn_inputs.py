@@ -16,6 +16,7 @@ from django.db import connection, transaction
 
 from chat_app.approvals import conversation_allowed_tools
 from chat_app.db_batch import statements_pipelined
+from chat_app.history_sql import run_events_insert
 from chat_app.models import Conversation
 from chat_app.schemas import TurnOptions
 from chat_app.selectors import history_messages, model_key_problem, workspace_path_for
@@ -35,6 +36,9 @@ class PreparedTurn:
     """Tools the owner allowed for the rest of this conversation (chat_app.approvals)."""
     request_kwargs: dict[str, Any]
     """TurnRequest keyword arguments, hooks excepted (the running turn supplies those)."""
+    first_event: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The turn's ``user_message`` event, already in run history as ``seq`` 1 (written in
+    this job): the turn relays it, with no history job of its own before its request."""
     budget_refusal: str | None = None
     """The owner's budget verdict as the run opened (``usage_app.services.budget_verdict``,
     nothing spent yet): the first model call's check, answered without another job."""
@@ -103,7 +107,16 @@ def turn_prepare(
         model=model,
         conversation_fields=chosen,
     )
-    # Two reads answered together: on PostgreSQL one round trip (db_batch's pipeline).
+    # The turn's first event goes into run history with the run (seq 1): the turn only
+    # relays it, so no history job of its own precedes its first model request.
+    started = {
+        "text": text,
+        "message_id": message.pk,
+        "title": conversation.title,
+        "replaces": replaces,
+    }
+    # Two reads answered together with that write: on PostgreSQL one round trip
+    # (db_batch's pipeline).
     with connection.cursor() as history_cursor, connection.cursor() as budget_cursor:
         with statements_pipelined():
             history_rows = conversation_history_rows_sent(
@@ -112,6 +125,7 @@ def turn_prepare(
             budget_spend = budget_and_spend_sent(
                 budget_cursor, user_id=user.pk, exclude_run_id=run.pk
             )
+            run_events_insert(run_id=run.pk, events=[(1, "user_message", started)])
         history = history_messages(history_rows())
         budget, recorded = budget_spend()
     refusal = budget_verdict(budget=budget, recorded=recorded, turn_cost=0.0)
@@ -142,5 +156,6 @@ def turn_prepare(
         title=conversation.title,
         allowed_tools=conversation_allowed_tools(conversation=conversation),
         request_kwargs=turn_request_kwargs(values),
+        first_event={"type": "user_message", **started},
         budget_refusal=refusal,
     )

@@ -16,6 +16,7 @@ keep using the models. Same statements, same semantics: only the compilation is 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
 from uuid import UUID
@@ -23,20 +24,20 @@ from uuid import UUID
 from django.db import connection
 from django.db.models import Field, Model
 
-from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
-from chat_app.raw_sql import column, db_value, python_value, table
+from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord, lease_deadline
+from chat_app.raw_sql import column, db_value, instance_from_row, python_value, query_sent, table
 
 __all__ = [
     "conversation_history_rows",
     "conversation_history_rows_sent",
     "conversation_load",
     "conversation_owned_id",
-    "row_insert",
-    "row_insert_sent",
+    "message_insert_sent",
     "row_update",
     "run_conversation_todos_set",
     "run_events_rows",
-    "run_for_finish",
+    "run_for_finish_sent",
+    "run_insert",
     "run_latest_status",
     "run_tool_lists",
     "runs_running",
@@ -64,9 +65,7 @@ def _select_sql(model: type[Model], where: tuple[str, ...], for_update: bool) ->
 
 
 def _from_db(model: type[_M], row: Sequence[Any]) -> _M:
-    fields = model._meta.concrete_fields
-    values = [python_value(field, value) for field, value in zip(fields, row, strict=True)]
-    return model.from_db(connection.alias, [f.attname for f in fields], values)
+    return instance_from_row(model, model._meta.concrete_fields, row)
 
 
 def conversation_owned_id(*, owner_id: int, public_id: str | UUID) -> int | None:
@@ -117,36 +116,6 @@ def _update_sql(model: type[Model], names: tuple[str, ...]) -> str:
     return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, 'id')} = %s"
 
 
-def row_insert(obj: _M) -> _M:
-    """INSERT a new model instance (defaults and ``auto_now_add`` applied as ``save()``
-    applies them) and set its primary key; no signals, as ``bulk_create``."""
-    with connection.cursor() as cursor:
-        return row_insert_sent(cursor, obj)()
-
-
-def row_insert_sent(cursor: Any, obj: _M) -> Callable[[], _M]:
-    """Send ``obj``'s INSERT (see :func:`row_insert`) on ``cursor``; the returned function
-    reads its key and gives the stored instance. In a pipelined block call it after the
-    block: the key comes with the block's one round trip, not a round trip of its own."""
-    model = type(obj)
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-    cursor.execute(_insert_sql(model), values)
-
-    def stored() -> _M:
-        if connection.features.can_return_columns_from_insert:
-            (obj.pk,) = cursor.fetchone()
-        else:  # pragma: no cover - every supported backend returns columns
-            obj.pk = connection.ops.last_insert_id(
-                cursor, model._meta.db_table, model._meta.pk.column
-            )
-        obj._state.adding = False
-        obj._state.db = connection.alias
-        return obj
-
-    return stored
-
-
 @cache
 def _insert_sql(model: type[Model]) -> str:
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
@@ -156,6 +125,112 @@ def _insert_sql(model: type[Model]) -> str:
     if connection.features.can_return_columns_from_insert:
         sql += f" RETURNING {_q(model._meta.pk.column)}"
     return sql
+
+
+_RUN_GIVEN = ("conversation", "model", "profile_name", "attended", "options", "started")
+"""A new run's columns that vary per turn; ``lease_until`` too, the rest are defaults."""
+
+
+def run_insert(
+    *,
+    conversation_id: int,
+    model: str,
+    profile_name: str,
+    attended: bool,
+    options: dict[str, Any],
+    started: datetime,
+) -> Run:
+    """INSERT a new running run, the row ``Run(...).save()`` stores (every other column
+    its field's default, ``lease_until`` a fresh lease), from plain parameters: no model
+    instance built and converted field by field before it (a turn start's critical
+    path, ``docs/benchmarks.md`` §5a). The returned run has every field set, as after
+    ``save()``."""
+    lease_until = lease_deadline()
+    given = {
+        "conversation": conversation_id,
+        "model": model,
+        "profile_name": profile_name,
+        "attended": attended,
+        "options": db_value(Run, "options", options),
+        "started": db_value(Run, "started", started),
+        "lease_until": db_value(Run, "lease_until", lease_until),
+    }
+    names, defaults = _run_defaults()
+    values = [given[name] if name in given else defaults[name] for name in names]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(Run), values)
+        (run_id,) = cursor.fetchone()
+    python = {
+        "id": run_id,
+        "conversation": conversation_id,
+        "model": model,
+        "profile_name": profile_name,
+        "attended": attended,
+        "options": options,
+        "started": started,
+        "lease_until": lease_until,
+    }
+    return _instance(Run, python)
+
+
+@cache
+def _run_defaults() -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The INSERT's field names in column order, and the stored form of each default
+    (constants: a status, empty text, empty JSON lists and objects, no end)."""
+    fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
+    defaults = {
+        f.name: f.get_db_prep_save(f.get_default(), connection)
+        for f in fields
+        if f.name not in _RUN_GIVEN and f.name != "lease_until"
+    }
+    return tuple(f.name for f in fields), defaults
+
+
+def _instance(model: type[_M], values: dict[str, Any]) -> _M:
+    """A stored row's instance from python values by field name (defaults for the rest)."""
+    fields = model._meta.concrete_fields
+    row = [values[f.name] if f.name in values else f.get_default() for f in fields]
+    return model.from_db(connection.alias, [f.attname for f in fields], row)
+
+
+def message_insert_sent(
+    cursor: Any,
+    *,
+    conversation_id: int,
+    run_id: int | None,
+    role: str,
+    text: str,
+    created: datetime,
+) -> Callable[[], Message]:
+    """Send a message's INSERT on ``cursor`` from plain parameters (the row
+    ``Message(...).save()`` stores); the returned function reads its key and gives the
+    stored message. In a pipelined block (``db_batch.statements_pipelined``) call it
+    after the block: the key comes with the block's one round trip."""
+    values = {
+        "conversation": conversation_id,
+        "role": role,
+        "text": text,
+        "run": run_id,
+        "created": db_value(Message, "created", created),
+    }
+    names = tuple(f.name for f in Message._meta.concrete_fields if not f.primary_key)
+    cursor.execute(_insert_sql(Message), [values[name] for name in names])
+
+    def stored() -> Message:
+        (message_id,) = cursor.fetchone()
+        return _instance(
+            Message,
+            {
+                "id": message_id,
+                "conversation": conversation_id,
+                "role": role,
+                "text": text,
+                "run": run_id,
+                "created": created,
+            },
+        )
+
+    return stored
 
 
 def runs_running(*, conversation_id: int) -> list[tuple[int, Any]]:
@@ -270,16 +345,17 @@ def _tool_lists_sql() -> str:
 _FINISH_FIELDS = ("id", "conversation", "status", "text", "error")
 
 
-def run_for_finish(*, run_id: int) -> Run | None:
-    """The run's few fields closing it reads, locked (``FOR UPDATE`` where rows lock)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_for_finish_sql(), [run_id])
+def run_for_finish_sent(*, run_id: int) -> Callable[[], Run | None]:
+    """Send the SELECT of the run's few fields closing it reads, locked (``FOR UPDATE``
+    where rows lock); the returned function reads the run (None if there is none). In a
+    pipelined block call it after the block (``run_lifecycle.run_finish_sent``)."""
+
+    def run(cursor: Any) -> Run | None:
         row = cursor.fetchone()
-    if row is None:
-        return None
-    fields = [_field(Run, name) for name in _FINISH_FIELDS]
-    values = [python_value(field, value) for field, value in zip(fields, row, strict=True)]
-    return Run.from_db(connection.alias, [f.attname for f in fields], values)
+        fields = [_field(Run, name) for name in _FINISH_FIELDS]
+        return None if row is None else instance_from_row(Run, fields, row)
+
+    return query_sent(_for_finish_sql(), [run_id], run)
 
 
 @cache

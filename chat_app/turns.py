@@ -46,6 +46,7 @@ __all__ = [
     "turn_in_flight",
     "turn_run_to_completion",
     "turn_start",
+    "turn_started_since",
     "turns_started",
 ]
 
@@ -56,6 +57,11 @@ _in_flight: collections.Counter[int] = collections.Counter()
 """Turns per conversation from their start until their task has ended (every event
 written): longer than ``_active``, which a turn leaves before its reply is stored."""
 _starts = 0
+_last_starts: dict[int, int] = {}
+"""Each conversation's latest start, as the value of ``_starts`` it took, oldest first;
+only the latest 4096 kept (``_forgotten`` is the newest one dropped)."""
+_LAST_STARTS_KEPT = 4096
+_forgotten = 0
 
 
 def events_group(conversation_id: int) -> str:
@@ -77,9 +83,20 @@ def turns_started() -> int:
     return _starts
 
 
+def turn_started_since(conversation_id: int, starts: int) -> bool:
+    """True if a turn of ``conversation_id`` may have started in this process after
+    :func:`turns_started` returned ``starts`` (a connecting socket: turns of other
+    conversations do not make its catch-up stale)."""
+    return _last_starts.get(conversation_id, _forgotten) > starts
+
+
 def _flight_begin(conversation_id: int) -> None:
-    global _starts
+    global _starts, _forgotten
     _starts += 1
+    _last_starts.pop(conversation_id, None)
+    _last_starts[conversation_id] = _starts
+    if len(_last_starts) > _LAST_STARTS_KEPT:
+        _forgotten = _last_starts.pop(next(iter(_last_starts)))
     _in_flight[conversation_id] += 1
 
 
@@ -125,9 +142,9 @@ class ActiveTurn(TurnEvents, TurnControl):
         """The start's budget verdict (turn_prepare) answers the first check, unspent."""
 
     # --- the task --------------------------------------------------------------------------
-    async def run(
-        self, *, user_text: str, message_id: int, title: str, replaces: int | None = None
-    ) -> TurnOutcome:
+    async def run(self, *, first_event: dict[str, Any]) -> TurnOutcome:
+        """The turn, from relaying ``first_event`` (its ``user_message``, already in run
+        history: ``turn_prepare`` wrote it as ``seq`` 1) to its stored reply."""
         layer = get_channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(control_group(self.conversation_id), channel)
@@ -136,15 +153,7 @@ class ActiveTurn(TurnEvents, TurnControl):
         status, usage, error, final_text = "error", {}, "", None
         finished_seen = False
         try:
-            await self.emit(
-                {
-                    "type": "user_message",
-                    "text": user_text,
-                    "message_id": message_id,
-                    "title": title,
-                    "replaces": replaces,
-                }
-            )
+            await self.relay_recorded(first_event)
             from openprogram.agent.dispatcher import process_user_turn
 
             async for event in process_user_turn(self.request):
@@ -215,15 +224,21 @@ class ActiveTurn(TurnEvents, TurnControl):
     async def _finish(
         self, *, status: str, text: str, usage: dict[str, Any], error: str
     ) -> TurnOutcome:
-        from chat_app.services import run_finish
+        from chat_app.run_lifecycle import run_finish_sent
 
         try:
             try:
                 await self.flush()
             except Exception as exc:
                 return await self._finish_unrecorded(text=text, usage=usage, failure=exc)
+            # The run's locked read rides the batch's pipeline (run_finish_sent).
             message = await run_batched(
-                run_finish, run_id=self.run_id, status=status, text=text, usage=usage, error=error
+                run_finish_sent,
+                run_id=self.run_id,
+                status=status,
+                text=text,
+                usage=usage,
+                error=error,
             )
             # Closed as orphaned while it stalled: that verdict stands, and tabs are told.
             status, error = message.run.status, message.run.error
@@ -351,14 +366,7 @@ async def turn_start(
         elicitation_hook=turn.elicitation_hook,
         budget_check=turn.budget_check,
     )
-    turn.task = asyncio.create_task(
-        turn.run(
-            user_text=text,
-            message_id=prepared.message_id,
-            title=prepared.title,
-            replaces=replaces,
-        )
-    )
+    turn.task = asyncio.create_task(turn.run(first_event=prepared.first_event))
     turn.task.add_done_callback(lambda _task: _flight_end(conversation_id))
     return turn
 

@@ -50,7 +50,7 @@ async def test_a_finished_turn_is_caught_up_in_the_ownership_checks_job(
     connect_jobs.clear()
     late, connected, _ = await open_socket(conversation, alice_cookie)
     catch_up = await late.receive_json_from(timeout=10)
-    assert connected and connect_jobs == ["_connect_reads"]
+    assert connected and connect_jobs == ["connect_reads_sent"]
     assert catch_up["type"] == "catch_up" and catch_up["status"] == "completed"
     kinds = [event["type"] for event in catch_up["events"]]
     assert kinds[0] == "user_message" and kinds[-1] == "assistant_message"
@@ -117,5 +117,69 @@ def _latest_run_id(conversation_id: int) -> int:
 
     try:
         return Run.objects.filter(conversation_id=conversation_id).latest("id").pk
+    finally:
+        close_old_connections()
+
+
+async def test_a_turn_of_another_conversation_started_while_a_tab_connects_costs_no_second_read(
+    conversation, alice, alice_cookie, chat_tools, connect_jobs, monkeypatch
+):
+    from chat_app.services import conversation_create
+
+    other = await asyncio.to_thread(conversation_create, owner=alice)
+    busy, _, _ = await open_socket(other, alice_cookie)
+    layer = get_channel_layer()
+    real_group_add = layer.group_add
+    armed = [True]
+
+    async def another_turn_starts_first(group: str, channel: str) -> None:
+        if armed[0] and group == turns.events_group(conversation.pk):
+            armed[0] = False
+            started = turns.turns_started()
+            await busy.send_json_to({"type": "user_message", "text": "/echo_twice text=x"})
+            deadline = time.monotonic() + 30
+            while turns.turns_started() == started:
+                assert time.monotonic() < deadline, "the other turn never started"
+                await asyncio.sleep(0.005)
+        await real_group_add(group, channel)
+
+    monkeypatch.setattr(layer, "group_add", another_turn_starts_first)
+    connect_jobs.clear()
+    late, connected, _ = await open_socket(conversation, alice_cookie)
+    await late.receive_nothing(timeout=0.3)  # no run yet: no catch-up frame
+    # The other conversation's start does not make this one's catch-up stale.
+    assert connected and not armed[0] and connect_jobs == ["connect_reads_sent"]
+    await _turn_done(busy, other.pk)
+    await busy.disconnect()
+    await late.disconnect()
+
+
+async def test_a_catch_up_has_every_event_of_the_latest_run_in_order_as_history_has_them(
+    conversation, alice_cookie, chat_tools
+):
+    from chat_app.selectors import run_events
+
+    first, _, _ = await open_socket(conversation, alice_cookie)
+    for text in ("/echo_twice text=one", "/echo_twice text=two"):
+        await first.send_json_to({"type": "user_message", "text": text})
+        await _turn_done(first, conversation.pk)
+    late, _, _ = await open_socket(conversation, alice_cookie)
+    catch_up = await late.receive_json_from(timeout=10)
+    latest = await asyncio.to_thread(_latest_run_id, conversation.pk)
+    stored = await asyncio.to_thread(_events_of, run_events, latest)
+    assert catch_up["run_id"] == latest and catch_up["events"] == stored
+    seqs = [event["seq"] for event in catch_up["events"]]
+    assert seqs == sorted(seqs) and len(seqs) == len(set(seqs)) > 3
+    user = next(e for e in catch_up["events"] if e["type"] == "user_message")
+    assert user["text"] == "/echo_twice text=two"
+    await first.disconnect()
+    await late.disconnect()
+
+
+def _events_of(run_events, run_id: int) -> list:
+    from django.db import close_old_connections
+
+    try:
+        return run_events(run_id=run_id)
     finally:
         close_old_connections()

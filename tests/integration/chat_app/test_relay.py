@@ -354,3 +354,20 @@ async def test_a_tab_that_waits_while_a_window_closes_still_gets_everything_in_o
         [{"type": "text_delta", "text": "b", "seq": 2}],
         [{"type": "turn_finished", "stop_reason": "completed"}],
     ]
+
+
+async def test_a_piece_in_the_last_millisecond_of_its_window_goes_out_at_once(monkeypatch):
+    """A window may close up to a millisecond early, so a piece arriving then does not
+    wait alone for a timer."""
+    [tab] = await _direct_tabs("relay.last", 1)
+    relay = GroupRelay("relay.last")
+    monkeypatch.setattr(relay_module, "RELAY_WINDOW_SECONDS", relay_module._SHARED_TIMER_SECONDS)
+    await relay.send({"type": "text_delta", "text": "a", "seq": 1})
+    assert relay._window_until > 0  # a window is open, for at most the last millisecond
+    await relay.send({"type": "text_delta", "text": "b", "seq": 2})
+
+    assert [_events(message) for message in tab] == [
+        [{"type": "text_delta", "text": "a", "seq": 1}],
+        [{"type": "text_delta", "text": "b", "seq": 2}],
+    ]
+    assert relay._timer is None

@@ -11,6 +11,7 @@ from django.db import IntegrityError
 
 from chat_app.db_batch import run_batched
 from chat_app.models import Conversation, Run, RunEvent
+from chat_app.turn_events import _FLUSH_SHARED_SECONDS
 from chat_app.turns import ActiveTurn, events_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -156,3 +157,50 @@ async def test_history_and_the_socket_see_the_same_events_in_the_same_order(alic
     history = [{"type": e.type, **e.payload} for e in stored]
     assert _collapsed(frames) == _collapsed(history) == _collapsed(emitted)
     assert [f["seq"] for f in frames] == sorted(f["seq"] for f in frames)
+
+
+async def test_streamed_text_of_turns_moments_apart_is_written_by_one_timer_never_late(alice):
+    """Turns whose timed writes fall due within 50 ms share a timer, so their writes reach
+    the database together (one batch, not one per turn); none is written after its own
+    0.25 s, and the later ones at most 50 ms before theirs."""
+    loop = asyncio.get_running_loop()
+    turns, written_at, stored_by, dues = [], {}, set(), []
+    for number in range(3):
+        conversation = await Conversation.objects.acreate(owner=alice)
+        run = await Run.objects.acreate(
+            conversation=conversation, model="offline", status="running"
+        )
+        turn = ActiveTurn(
+            conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
+        )
+
+        async def written(number=number, write=turn._write_history, **kwargs):
+            written_at.setdefault(number, loop.time())
+            await write(**kwargs)
+            stored_by.add(number)  # its rows are committed: the test may read them
+
+        turn._write_history = written
+        turns.append((turn, run))
+
+    timers = []
+    for number, (turn, _) in enumerate(turns):
+        await turn.emit({"type": "text_delta", "text": f"turn {number}"})
+        dues.append(turn._flush_due)
+        timers.append(turn._flush_timer)
+        await asyncio.sleep(0.01)  # the next turn's piece comes a moment later
+
+    async with asyncio.timeout(60):
+        while len(stored_by) < 3:
+            await asyncio.sleep(0.02)
+    for number, (_, run) in enumerate(turns):
+        stored = [e.payload["text"] async for e in RunEvent.objects.filter(run=run)]
+        assert stored == [f"turn {number}"]
+    for number, due in enumerate(dues):
+        assert due - _FLUSH_SHARED_SECONDS <= written_at[number]
+    for number in (1, 2):  # the same timer as the first turn's, if its slack covers it
+        if dues[number] - dues[0] < _FLUSH_SHARED_SECONDS:
+            assert timers[number] is timers[0]
+        else:  # a machine too slow to emit within the slack: a timer of its own
+            assert timers[number] is not timers[0]
+            assert written_at[number] >= dues[number]
+    assert all(turn._flush_timer is None for turn, _ in turns)  # each went off once

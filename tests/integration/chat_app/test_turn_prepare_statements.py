@@ -15,11 +15,13 @@ from tools_app.models import AgentProfile, Tool, ToolProfile
 
 pytestmark = pytest.mark.django_db
 
-TURN_START_STATEMENTS = 9
+TURN_START_STATEMENTS = 10
 """Conversation lock, profiles + global disables (one), running runs, the turn limits
 (one: owner lock, running count and the last minute's starts), INSERT run, INSERT
 message, one conversation UPDATE (title, updated and the composer's choices), history,
-the budget. Was 11 with the limits' three statements."""
+the budget, INSERT the turn's first event (its user_message, seq 1: the turn then writes
+no history job of its own before its first model request). Was 11 with the limits' three
+statements, and the first event cost a history job of its own."""
 
 
 def _prepare(user, conversation_id, **options):
@@ -33,7 +35,7 @@ def _prepare(user, conversation_id, **options):
     )
 
 
-def test_a_turn_start_as_the_socket_sends_it_costs_nine_statements(alice):
+def test_a_turn_start_as_the_socket_sends_it_costs_ten_statements(alice):
     conversation = conversation_create(owner=alice, model="offline")
     with CaptureQueriesContext(connection) as queries:
         _prepare(alice, conversation.pk, model="offline")
@@ -134,8 +136,10 @@ def _budget_spent(user) -> None:
 
 def test_a_turn_start_sends_what_it_reads_nothing_of_together(alice):
     """On PostgreSQL the message INSERT and the conversation UPDATE share one pipeline
-    (the message's key read after it), and so do the history and budget reads: 9
-    statements in 7 round trips. SQLite runs the same statements one by one."""
+    (the message's key read after it), and so do the history and budget reads with the
+    first event's INSERT: 10 statements in 7 round trips. SQLite runs the same
+    statements one by one."""
+    from chat_app.models import RunEvent
     from usage_app.models import ModelCall
 
     conversation = conversation_create(owner=alice, model="offline")
@@ -169,12 +173,29 @@ def test_a_turn_start_sends_what_it_reads_nothing_of_together(alice):
     assert in_pipeline("UPDATE", q(Conversation._meta.db_table)) is pipelined
     assert select_in_pipeline(q(Message._meta.db_table)) is pipelined  # the history
     assert any(q(ModelCall._meta.db_table) in sql and f for sql, f in sent) is pipelined
+    assert in_pipeline("INSERT", q(RunEvent._meta.db_table)) is pipelined  # the first event
     # The run's key goes into the message row: its INSERT is answered first.
     assert in_pipeline("INSERT", q(Run._meta.db_table)) is False
     # A statement on its own is a round trip, so is each pipeline block.
     round_trips = len([f for _, f in sent if not f]) + len(pipelines)
     assert len(sent) == TURN_START_STATEMENTS
-    assert round_trips == (TURN_START_STATEMENTS - 2 if pipelined else TURN_START_STATEMENTS)
+    assert round_trips == (TURN_START_STATEMENTS - 3 if pipelined else TURN_START_STATEMENTS)
+
+
+def test_a_turn_starts_first_event_is_in_history_with_its_run(alice):
+    from chat_app.models import RunEvent
+
+    conversation = conversation_create(owner=alice, model="offline")
+    prepared = _prepare(alice, conversation.pk)
+    (event,) = RunEvent.objects.filter(run_id=prepared.run_id)
+    assert (event.seq, event.type) == (1, "user_message")
+    assert event.payload == {
+        "text": "hello there",
+        "message_id": prepared.message_id,
+        "title": "Hello there",
+        "replaces": None,
+    }
+    assert prepared.first_event == {"type": "user_message", **event.payload}
 
 
 def test_a_turn_starts_history_is_the_earlier_turns_without_its_own_message(alice):

@@ -1,0 +1,130 @@
+"""A socket's connect reads: ownership and the latest run's catch-up in one statement.
+
+Every socket connect checks that its user owns the conversation and, on one process,
+reads the catch-up of the conversation's latest run: its status, its events, and the
+tool lists its ``tools_resolved`` event gets back from the run row. One by one that
+was two to four statements, each a round trip on PostgreSQL waited out on the one
+database thread. Here it is one statement, keyed by the owner and the public id
+together, so a conversation of someone else's yields no row and none of its events are
+read. It is a ``db_batch.read_after_send`` job: on PostgreSQL it goes out in the
+batch's pipeline with the running turns' history writes and is read after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
+from uuid import UUID
+
+from chat_app.db_batch import read_after_send
+from chat_app.models import Conversation, Run, RunEvent
+from chat_app.raw_sql import column, db_value, python_value, query_sent, table
+
+__all__ = ["NOT_READ", "connect_reads_sent"]
+
+NOT_READ: Any = object()
+"""No catch-up was read (several processes, or a turn of the conversation in flight): the
+socket reads it after joining the conversation's group."""
+
+_RUN_LISTS = ("tools", "deferred", "explain")
+
+
+@read_after_send
+def connect_reads_sent(
+    *, owner_id: int, public_id: str | UUID, catch_up: bool, even_in_flight: bool = False
+) -> Callable[[], tuple[int | None, Any]]:
+    """Send the connect's read; the returned function gives ``(key, frame)``: the
+    conversation's key if ``owner_id`` owns it (else ``(None, NOT_READ)``) and its
+    catch-up frame (None when it has no run yet). The frame is ``NOT_READ`` without
+    ``catch_up``, and while a turn of the conversation is in flight unless
+    ``even_in_flight`` (its events may not all be in history yet)."""
+    try:
+        key = public_id if isinstance(public_id, UUID) else UUID(str(public_id))
+    except ValueError:  # a malformed id is simply not found
+        return lambda: (None, NOT_READ)
+    answer = _rows_sent(owner_id=owner_id, key=key, events=catch_up)
+
+    def read() -> tuple[int | None, Any]:
+        from chat_app.turns import turn_in_flight
+
+        rows = answer()
+        if not rows or rows[0][0] != 0:  # the header row comes first, if the owner's
+            return None, NOT_READ
+        owned = rows[0][1]
+        if not catch_up or (turn_in_flight(owned) and not even_in_flight):
+            return owned, NOT_READ
+        return owned, _frame(owner_id=owner_id, key=key, rows=rows)
+
+    return read
+
+
+def _rows_sent(*, owner_id: int, key: UUID, events: bool) -> Callable[[], list[Sequence[Any]]]:
+    public_id = db_value(Conversation, "public_id", key)
+    params = [owner_id, public_id] * (2 if events else 1)
+    return query_sent(_connect_sql(events), params, lambda cursor: list(cursor.fetchall()))
+
+
+def _frame(*, owner_id: int, key: UUID, rows: list[Sequence[Any]]) -> dict[str, Any] | None:
+    from chat_app.services import run_abandon_orphans, run_expire_orphans
+    from chat_app.turns import active_turn, single_process_layer
+
+    owned, run_id, status = rows[0][1], rows[0][2], rows[0][3]
+    if run_id is None:
+        return None
+    if status == "running" and active_turn(owned) is None:
+        # One process: nobody else can run it. Several: only if its lease ran out.
+        if single_process_layer():
+            closed = run_abandon_orphans(conversation_id=owned)
+        else:
+            closed = run_expire_orphans(conversation_id=owned)
+        if closed:
+            rows = _rows_sent(owner_id=owner_id, key=key, events=True)()
+            if not rows or rows[0][2] is None:
+                return None
+            run_id, status = rows[0][2], rows[0][3]
+    payload = RunEvent._meta.get_field("payload")
+    events = [
+        {**python_value(payload, value), "type": kind, "seq": seq, "run_id": run_id}
+        for _, seq, _, kind, value, _, _ in rows[1:]
+    ]
+    for event in events:
+        # The lists are kept on the run, not in the event row (chat_app.turn_events).
+        if event["type"] == "tools_resolved" and "tools" not in event:
+            event.update(
+                {
+                    name: python_value(Run._meta.get_field(name), value)
+                    for name, value in zip(_RUN_LISTS, rows[0][4:7], strict=True)
+                }
+            )
+    return {"type": "catch_up", "run_id": run_id, "status": status, "events": events}
+
+
+@cache
+def _connect_sql(events: bool) -> str:
+    """``0, conversation key, latest run's key, status, tools, deferred, explain`` (one row,
+    the run's columns NULL when it has none), then with ``events`` one
+    ``1, seq, NULL, type, payload, NULL, NULL`` row per event of that run, in order.
+    Parameters: the owner and the public id (twice with ``events``)."""
+    conversation, run, event = table(Conversation), table(Run), table(RunEvent)
+    c_id, r_id = column(Conversation, "id"), column(Run, "id")
+    started, of_conversation = column(Run, "started"), column(Run, "conversation")
+    owned = f"c.{column(Conversation, 'owner')} = %s AND c.{column(Conversation, 'public_id')} = %s"
+    latest = f"ORDER BY l.{started} DESC, l.{r_id} DESC LIMIT 1"
+    lists = ", ".join(f"r.{column(Run, name)}" for name in _RUN_LISTS)
+    header = (
+        f"SELECT 0, c.{c_id}, r.{r_id}, r.{column(Run, 'status')}, {lists} "
+        f"FROM {conversation} c LEFT OUTER JOIN {run} r ON r.{r_id} = "
+        f"(SELECT l.{r_id} FROM {run} l WHERE l.{of_conversation} = c.{c_id} {latest}) "
+        f"WHERE {owned}"
+    )
+    if not events:
+        return header
+    return (
+        f"{header} UNION ALL "
+        f"SELECT 1, e.{column(RunEvent, 'seq')}, NULL, e.{column(RunEvent, 'type')}, "
+        f"e.{column(RunEvent, 'payload')}, NULL, NULL FROM {event} e "
+        f"WHERE e.{column(RunEvent, 'run')} = (SELECT l.{r_id} FROM {run} l "
+        f"INNER JOIN {conversation} c ON l.{of_conversation} = c.{c_id} WHERE {owned} {latest}) "
+        f"ORDER BY 1, 2"
+    )
