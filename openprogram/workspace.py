@@ -15,6 +15,7 @@ one user's turn never reaches another user's workspace.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -49,24 +50,18 @@ def workspace_for_user(user_id: str | int | None) -> Path:
     return _ensure(workspaces_dir() / component)
 
 
-_known_paths: dict[tuple[Path | None, Path, str | int | None], Path] = {}
-_MAX_KNOWN_PATHS = 4096
-
-
 def workspace_path_for_user(user_id: str | int | None) -> Path:
     """:func:`workspace_for_user`'s answer, worked out (and the directory created) once
     per user and configuration, then remembered: a turn's start names the directory,
     it does not need a ``mkdir`` and a symlink walk every time. Whoever touches files
     there asks :func:`current_workspace`, which makes sure it exists again."""
-    config = get_config()
-    key = (config.workspace, workspaces_dir(), user_id)
-    path = _known_paths.get(key)
-    if path is None:
-        path = workspace_for_user(user_id)
-        if len(_known_paths) >= _MAX_KNOWN_PATHS:
-            _known_paths.clear()
-        _known_paths[key] = path
-    return path
+    return _workspace_path(get_config().workspace, workspaces_dir(), user_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _workspace_path(workspace: Path | None, directory: Path, user_id: str | int | None) -> Path:
+    """Keyed by everything :func:`workspace_for_user`'s answer depends on."""
+    return workspace_for_user(user_id)
 
 
 def current_workspace() -> Path:
