@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
-from uuid import UUID
 
 from django.db import connection
 from django.db.models import Field, Model
@@ -31,14 +30,12 @@ __all__ = [
     "conversation_history_rows",
     "conversation_history_rows_sent",
     "conversation_load",
-    "conversation_owned_id",
     "message_insert_sent",
     "row_update",
     "run_conversation_todos_set",
     "run_events_rows",
     "run_for_finish_sent",
     "run_insert",
-    "run_latest_status",
     "run_tool_lists",
     "runs_running",
     "tool_call_status_set",
@@ -66,29 +63,6 @@ def _select_sql(model: type[Model], where: tuple[str, ...], for_update: bool) ->
 
 def _from_db(model: type[_M], row: Sequence[Any]) -> _M:
     return instance_from_row(model, model._meta.concrete_fields, row)
-
-
-def conversation_owned_id(*, owner_id: int, public_id: str | UUID) -> int | None:
-    """The key of the conversation ``public_id`` if ``owner_id`` owns it, else None.
-
-    A malformed id is simply not found (as ``selectors.conversation_by_public_id``)."""
-    try:
-        key = public_id if isinstance(public_id, UUID) else UUID(str(public_id))
-    except ValueError:
-        return None
-    sql = _owned_sql()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [owner_id, db_value(Conversation, "public_id", key)])
-        row = cursor.fetchone()
-    return None if row is None else row[0]
-
-
-@cache
-def _owned_sql() -> str:
-    return (
-        f"SELECT {column(Conversation, 'id')} FROM {table(Conversation)} "
-        f"WHERE {column(Conversation, 'owner')} = %s AND {column(Conversation, 'public_id')} = %s"
-    )
 
 
 def conversation_load(*, owner_id: int, conversation_id: int, lock: bool) -> Conversation | None:
@@ -283,23 +257,6 @@ def _history_sql() -> str:
         f"AND NOT ({r}.{column(Run, 'superseded')} = %s "
         f"AND {r}.{column(Run, 'superseded')} IS NOT NULL) "
         f"ORDER BY {m}.{created} ASC, {m}.{mid} ASC"
-    )
-
-
-def run_latest_status(*, conversation_id: int) -> tuple[int, str] | None:
-    """``(id, status)`` of the conversation's latest run (``selectors.run_latest``'s order)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_latest_sql(), [conversation_id])
-        row = cursor.fetchone()
-    return None if row is None else (row[0], row[1])
-
-
-@cache
-def _latest_sql() -> str:
-    started, rid = column(Run, "started"), column(Run, "id")
-    return (
-        f"SELECT {rid}, {column(Run, 'status')} FROM {table(Run)} "
-        f"WHERE {column(Run, 'conversation')} = %s ORDER BY {started} DESC, {rid} DESC LIMIT 1"
     )
 
 
