@@ -1,7 +1,10 @@
 """A model that streams like a real one, for the load benchmarks, cheap enough not to skew them.
 
-``python -m bench._paced_model TOKENS_PER_SECOND TOKENS_PER_CALL`` prints ``URL=<base
-url>`` and serves OpenAI-compatible streaming chat completions until its stdin closes.
+``python -m bench._paced_model TOKENS_PER_SECOND TOKENS_PER_CALL [LATENCY_S]`` prints
+``URL=<base url>`` and serves OpenAI-compatible streaming chat completions until its stdin
+closes. ``LATENCY_S`` (default 0) is the model's own time before it answers each call (a
+hosted model's queueing and prompt processing); the first text piece then follows one
+pacing gap after the role chunk.
 Every chat turn gets two calls: the first streams ``TOKENS_PER_CALL`` stamped text pieces
 (``t=<time.time_ns()> ``, stamped when written) and asks for ``todo_read`` and
 ``list_dir``; the second (after the tool results) streams as many and stops.
@@ -102,12 +105,17 @@ async def _request_body(reader: asyncio.StreamReader) -> dict[str, Any]:
     return json.loads(await reader.readexactly(length) or b"{}")
 
 
-async def serve(rate: float, tokens: int, *, host: str = "127.0.0.1") -> asyncio.Server:
-    """Start serving on a free port of ``host``; the caller closes the returned server."""
+async def serve(
+    rate: float, tokens: int, *, latency: float = 0.0, host: str = "127.0.0.1"
+) -> asyncio.Server:
+    """Start serving on a free port of ``host``, each answer ``latency`` seconds after its
+    request; the caller closes the returned server."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             body = await _request_body(reader)
+            if latency:
+                await asyncio.sleep(latency)
             stream = _PacedStream(
                 writer.transport, paced_reply(body, rate=rate, tokens=tokens), body
             )
@@ -121,21 +129,23 @@ async def serve(rate: float, tokens: int, *, host: str = "127.0.0.1") -> asyncio
     return await asyncio.start_server(answer, host, 0, backlog=1024)
 
 
-async def _main(rate: float, tokens: int) -> None:
-    server = await serve(rate, tokens)
+async def _main(rate: float, tokens: int, latency: float) -> None:
+    server = await serve(rate, tokens, latency=latency)
     host, port = server.sockets[0].getsockname()[:2]
     print(f"URL=http://{host}:{port}/v1", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     server.close()
 
 
-def paced_model_start(rate: float, tokens: int) -> tuple[subprocess.Popen[str], str]:
-    """Start this server in its own process: the process (its stdin open; closing it
-    stops the server) and its base URL."""
+def paced_model_start(
+    rate: float, tokens: int, latency: float = 0.0
+) -> tuple[subprocess.Popen[str], str]:
+    """Start this server in its own process (answering ``latency`` seconds after each
+    request): the process (its stdin open; closing it stops the server) and its base URL."""
     from tests.servers import ROOT
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench._paced_model", str(rate), str(tokens)],
+        [sys.executable, "-m", "bench._paced_model", str(rate), str(tokens), str(latency)],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -150,4 +160,5 @@ def paced_model_start(rate: float, tokens: int) -> tuple[subprocess.Popen[str], 
 
 
 if __name__ == "__main__":
-    asyncio.run(_main(float(sys.argv[1]), int(sys.argv[2])))
+    latency = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    asyncio.run(_main(float(sys.argv[1]), int(sys.argv[2]), latency))

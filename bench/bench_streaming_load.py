@@ -20,6 +20,12 @@ a share of one core, and its resident memory. The rig is measured too: the fake 
 server's process, the bench's own clients and the whole machine (``/proc/stat``, every
 process), so the table shows how much of the two cores the server had to itself.
 
+The model answers its first piece one pacing gap (20 ms) after each request: the hardest
+case for the server, as nothing of its own work hides behind the model's. Hosted models
+take 100-300 ms before their first token (median p50 of a public table of twelve,
+deploybase.ai, March 2026: ~200 ms); ``--model-latency 200`` adds that wait to every
+call, and the time-to-first-token ratio then says what a user of such a model sees.
+
 ``python -m bench streaming_load --chats 20 --arrivals spread`` runs a shorter, focused
 load; ``--help`` lists the options.
 """
@@ -73,6 +79,13 @@ def _options(argv: list[str]) -> argparse.Namespace:
         "--newcomers", type=int, default=5, help="turns started one by one mid-load (5)"
     )
     parser.add_argument("--alone", type=int, default=3, help="baseline turns run alone (3)")
+    parser.add_argument(
+        "--model-latency",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="the model's own wait before it answers each call, in ms (0)",
+    )
     options = parser.parse_args(argv)
     options.arrivals = [p.strip() for p in options.arrivals.split(",") if p.strip()]
     for pattern in options.arrivals:
@@ -80,11 +93,13 @@ def _options(argv: list[str]) -> argparse.Namespace:
             parser.error(f"unknown arrival pattern {pattern!r}: use {', '.join(ARRIVALS)}")
     if options.chats < 2 or options.alone < 1:
         parser.error("--chats needs at least 2 and --alone at least 1")
+    if options.model_latency < 0:
+        parser.error("--model-latency cannot be negative")
     return options
 
 
-def _paced_model() -> tuple[subprocess.Popen[str], str]:
-    return paced_model_start(_TOKENS_PER_SECOND, _TOKENS_PER_CALL)
+def _paced_model(latency_ms: float = 0.0) -> tuple[subprocess.Popen[str], str]:
+    return paced_model_start(_TOKENS_PER_SECOND, _TOKENS_PER_CALL, latency_ms / 1000)
 
 
 async def _alone(url: str, seats: list[ChatSeat], label: str = "alone") -> Turns:
@@ -185,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     options = _options(sys.argv[1:] if argv is None else argv)
     chats, late = options.chats, options.newcomers
     per_load = chats + late
-    model_proc, model_url = _paced_model()
+    model_proc, model_url = _paced_model(options.model_latency)
     loads: list[Load] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -252,7 +267,12 @@ def main(argv: list[str] | None = None) -> None:
     print_table(
         f"Streaming load: {chats} simultaneous chats, {_TOKENS_PER_TURN} text pieces at "
         f"{_TOKENS_PER_SECOND}/s + {TOOLS_PER_TURN} tool calls per turn, through HTTP and "
-        "litellm, one daphne process",
+        "litellm, one daphne process"
+        + (
+            f", the model answering {options.model_latency:g} ms after each call"
+            if options.model_latency
+            else ""
+        ),
         ["measure", f"turn alone ({options.alone})", *(heads[x.pattern] for x in loads), "target"],
         rows(alone, loads, chats=chats, late=late, pieces_per_turn=_TOKENS_PER_TURN),
     )

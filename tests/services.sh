@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Start or stop the real Redis and PostgreSQL servers the tests use, on loopback
-# ports of their own, with data under var/test-services. `start` writes
-# var/test-services/env with REDIS_TEST_URL and TEST_POSTGRES_URL.
+# ports of their own, with data under var/test-services (or $TEST_SERVICES_DIR, so two
+# people running it from one checkout keep their own pids). `start` writes
+# <that directory>/env with REDIS_TEST_URL and TEST_POSTGRES_URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir="$PWD/var/test-services"
+dir="${TEST_SERVICES_DIR:-$PWD/var/test-services}"
 redis_port=${TEST_REDIS_PORT:-56379}
 pg_port=${TEST_PG_PORT:-55432}
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)

@@ -41,6 +41,14 @@ def test_a_short_focused_run_is_one_option_away():
     assert streaming_options(["--chats", "20", "--arrivals", "spread"]).arrivals == ["spread"]
 
 
+def test_the_model_answers_at_once_unless_a_latency_is_asked_for(capsys):
+    assert streaming_options([]).model_latency == 0.0
+    assert streaming_options(["--model-latency", "200"]).model_latency == 200.0
+    with pytest.raises(SystemExit):
+        streaming_options(["--model-latency", "-5"])
+    assert "--model-latency cannot be negative" in capsys.readouterr().err
+
+
 def test_an_unknown_setup_or_arrival_pattern_is_refused_with_the_choices(capsys):
     with pytest.raises(SystemExit):
         concurrency_options(["--only", "mysql"])

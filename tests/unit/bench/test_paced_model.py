@@ -65,8 +65,8 @@ def _from_tests_server(body: dict[str, Any]) -> tuple[str, bytes]:
         return _post(host, int(port), body)
 
 
-async def _from_paced_server(body: dict[str, Any]) -> tuple[str, bytes]:
-    server = await serve(_RATE, _TOKENS)
+async def _from_paced_server(body: dict[str, Any], latency: float = 0.0) -> tuple[str, bytes]:
+    server = await serve(_RATE, _TOKENS, latency=latency)
     host, port = server.sockets[0].getsockname()[:2]
     try:
         return await asyncio.to_thread(_post, host, port, body)
@@ -106,3 +106,15 @@ async def test_each_piece_is_stamped_when_written_and_never_before_its_due_time(
     assert all(stamp - before >= (i + 1) * gap_ns for i, stamp in enumerate(stamps)), [
         (stamp - before) / 1e6 for stamp in stamps
     ]
+
+
+async def test_a_model_latency_delays_every_piece_by_at_least_that_wait():
+    latency = 0.1
+    before = time.time_ns()
+    _, raw = await _from_paced_server(_BODY, latency=latency)
+    stamps = _stamps(raw)
+    assert len(stamps) == _TOKENS
+    # The answer starts no earlier than the wait; the first piece one gap after that.
+    assert stamps[0] - before >= latency * 1e9 + 1e9 / _RATE, (stamps[0] - before) / 1e6
+    _, expected = _from_tests_server(_BODY)
+    assert _events(raw) == _events(expected)  # the same stream, only later
