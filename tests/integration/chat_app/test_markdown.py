@@ -1,5 +1,7 @@
 """Assistant Markdown is rendered safe: no raw HTML, no script links."""
 
+import uuid
+
 from chat_app.markdown import render_markdown
 
 
@@ -71,3 +73,23 @@ def test_a_long_reply_renders_the_same_text_it_was_given():
     html = render_markdown(stamps)
     assert html.startswith("<p>t=0\n") and html.endswith("t=299</p>\n")
     assert html.count("t=") == 300
+
+
+def test_a_reply_rendered_again_is_remembered_not_parsed_again():
+    from chat_app.markdown import _render_remembered
+
+    text = f"**{uuid.uuid4()}** and a [link](https://example.com)"
+    first = render_markdown(text)
+    hits = _render_remembered.cache_info().hits
+    assert render_markdown(text) == first
+    assert _render_remembered.cache_info().hits == hits + 1
+
+
+def test_a_very_long_reply_is_rendered_each_time_and_not_kept():
+    from chat_app.markdown import _REMEMBERED_CHARS, _render_remembered
+
+    text = "word " * (_REMEMBERED_CHARS // 5 + 1)
+    kept = _render_remembered.cache_info().currsize
+    html = render_markdown(text)
+    assert html.startswith("<p>word word") and html.count("word") == _REMEMBERED_CHARS // 5 + 1
+    assert _render_remembered.cache_info().currsize == kept
