@@ -43,7 +43,14 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.db import close_old_connections, connection, transaction
 
-__all__ = ["SendMore", "read_after_send", "run_batched", "statements_pipelined", "write_only"]
+__all__ = [
+    "SendMore",
+    "answered",
+    "read_after_send",
+    "run_batched",
+    "statements_pipelined",
+    "write_only",
+]
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -167,9 +174,14 @@ def _reads_after_send(fn: Callable[..., Any]) -> bool:
 def _run_job(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     """One job on its own: a sending job's answer read at once."""
     result = fn(**kwargs)
-    if not _reads_after_send(fn):
-        return result
-    result = result()
+    return answered(result) if _reads_after_send(fn) else result
+
+
+def answered(read: Callable[[], Any]) -> Any:
+    """What a :func:`read_after_send` job's reading function gives, here and now: its
+    answers read, and any statements it sends more (:class:`SendMore`) sent and read in
+    turn. For calling such a job outside a batch."""
+    result = read()
     while isinstance(result, SendMore):
         result = result.send()()
     return result

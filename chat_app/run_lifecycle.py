@@ -18,13 +18,14 @@ from chat_app.db_batch import read_after_send, statements_pipelined
 from chat_app.history_sql import assistant_message_insert
 from chat_app.models import Conversation, Message, Run, RunEvent, RunStatus, lease_deadline
 from chat_app.titles import title_from_message
-from chat_app.turn_limits import turn_start_allow
+from chat_app.turn_limits import turn_start_allow_sent
 from chat_app.turn_sql import (
     message_insert_sent,
     row_update,
+    run_and_message_keys_sent,
     run_for_finish_sent,
     run_insert,
-    runs_running,
+    runs_running_sent,
     tool_calls_close_open,
 )
 from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
@@ -35,8 +36,10 @@ __all__ = [
     "run_expire_orphans",
     "run_finish",
     "run_finish_sent",
+    "run_open_sent",
     "run_renew_lease",
     "run_start",
+    "run_start_check",
     "runs_close_at_startup",
 ]
 
@@ -59,7 +62,7 @@ def run_start(
     ``replaces`` (an edit or a regeneration): that run of this conversation and every
     later one are marked superseded: kept in history, left out of later prompts.
     ``locked``: the caller loaded ``conversation`` with ``select_for_update`` in the
-    transaction this runs in (a turn's start), so it is not loaded and locked again.
+    transaction this runs in, so it is not loaded and locked again.
     ``abandon_running``: the caller knows no process runs this conversation's turn (one
     process, nothing in its registry), so a run still marked running is a leftover of a
     server that stopped mid-turn: it is closed as orphaned, whatever its lease says.
@@ -67,63 +70,122 @@ def run_start(
     ``conversation_fields``: fields of ``conversation`` changed but not yet saved (the
     composer's choices, ``conversation_choose_options``); written in this function's one
     conversation UPDATE instead of one of their own.
+
+    A turn's start (``chat_app.turn_inputs``) runs the same steps as a batch job, its
+    reads and writes sent with other starts': :func:`run_start_check` on what it read
+    under the lock, then :func:`run_open_sent`.
     """
     # No savepoint inside a caller's transaction (a savepoint is two more round trips on
     # PostgreSQL): whatever this raises fails the caller's transaction as a whole.
     with transaction.atomic(savepoint=False):
         locked_row = conversation if locked else _conversation_lock(conversation.pk)
-        # Under the conversation's lock, so two processes cannot both take over a dead turn.
-        # One query for both: close the runs whose lease lapsed, refuse if one still holds.
-        now = timezone.now()
-        running = runs_running(conversation_id=locked_row.pk)
-        lapsed = [pk for pk, until in running if abandon_running or until is None or until < now]
-        _close_run_ids(lapsed, reason=ORPHANED_RUN_ERROR)
-        if len(lapsed) < len(running):
-            raise ConflictError("a turn is already running in this conversation; stop it first")
-        turn_start_allow(owner_id=locked_row.owner_id)
-        if replaces is not None:
-            replaced = locked_row.runs.filter(pk=replaces, superseded=False).first()
-            if replaced is None:
-                raise UnprocessableError(f"run {replaces!r} is not a current run of this chat")
-            locked_row.runs.filter(pk__gte=replaced.pk).update(superseded=True)
-        # Plain SQL from plain values (chat_app.turn_sql): the rows Run(...) and
-        # Message(...) would store, without building and converting them field by field.
-        run = run_insert(
+        keys = run_and_message_keys_sent()
+        running = runs_running_sent(conversation_id=locked_row.pk)
+        run_start_check(
             conversation_id=locked_row.pk,
-            model=model or conversation.model,
-            profile_name=conversation.profile_name,
-            attended=attended,
-            options={
-                "tools_on": conversation.tools_on,
-                "web_search_on": conversation.web_search_on,
-                "plan_mode": conversation.plan_mode,
-                "agent_profile": conversation.agent_profile_id,
-            },
-            started=timezone.now(),
+            running=running(),
+            abandon_running=abandon_running,
+            replaces=replaces,
         )
-        if not locked_row.title:
-            locked_row.title = title_from_message(text)
-        chosen = {field: getattr(conversation, field) for field in conversation_fields}
-        # The message's key is read after the block: on PostgreSQL the INSERT and the
-        # conversation's UPDATE share one round trip.
-        with connection.cursor() as cursor:
-            with statements_pipelined():
-                stored = message_insert_sent(
-                    cursor,
-                    conversation_id=locked_row.pk,
-                    run_id=run.pk,
-                    role="user",
-                    text=text,
-                    created=timezone.now(),
-                )
-                row_update(
-                    Conversation,
-                    pk=locked_row.pk,
-                    values={**chosen, "title": locked_row.title, "updated": timezone.now()},
-                )
-            message = stored()
-        conversation.title = locked_row.title
-    return run, message
+        with statements_pipelined():
+            run, message, allowed = run_open_sent(
+                conversation=conversation,
+                locked_row=locked_row,
+                text=text,
+                attended=attended,
+                model=model,
+                conversation_fields=conversation_fields,
+                keys=keys(),
+            )
+        allowed()
+        return run, message
+
+
+def run_start_check(
+    *,
+    conversation_id: int,
+    running: list[tuple[int, Any]],
+    abandon_running: bool,
+    replaces: int | None,
+) -> None:
+    """Before a run opens, under the conversation's lock, with ``running`` its runs still
+    marked running (``turn_sql.runs_running_sent``, read under that lock): close the
+    ones whose lease lapsed (so two processes cannot both take over a dead turn), refuse
+    if one still holds (ConflictError), and mark ``replaces`` and every later run
+    superseded."""
+    now = timezone.now()
+    lapsed = [pk for pk, until in running if abandon_running or until is None or until < now]
+    _close_run_ids(lapsed, reason=ORPHANED_RUN_ERROR)
+    if len(lapsed) < len(running):
+        raise ConflictError("a turn is already running in this conversation; stop it first")
+    if replaces is not None:
+        runs = Run.objects.filter(conversation_id=conversation_id)
+        replaced = runs.filter(pk=replaces, superseded=False).first()
+        if replaced is None:
+            raise UnprocessableError(f"run {replaces!r} is not a current run of this chat")
+        runs.filter(pk__gte=replaced.pk).update(superseded=True)
+
+
+def run_open_sent(
+    *,
+    conversation: Conversation,
+    locked_row: Conversation,
+    text: str,
+    attended: bool,
+    model: str | None,
+    conversation_fields: Sequence[str],
+    keys: tuple[int, int] | None,
+) -> tuple[Run, Message, Callable[[], None]]:
+    """Send the run's INSERT, the owner's turn limits (``turn_limits``), the message's
+    INSERT and the conversation's one UPDATE; the run, the message, and the limits'
+    verdict to call after the block, which raises ThrottledError (the caller's
+    transaction then rolls back: the run was never open).
+
+    ``keys``: the run's and the message's keys taken beforehand
+    (``turn_sql.run_and_message_keys_sent``): on PostgreSQL nothing here waits for an
+    answer, so all of it, and what names the run or the message, goes out in one
+    pipeline. Without them (SQLite) each INSERT returns its key at once. The limits are
+    counted after the run's INSERT, leaving it out: the verdict before it, with every run
+    an earlier start of the same transaction opened counted.
+    """
+    # Plain SQL from plain values (chat_app.turn_sql): the rows Run(...) and
+    # Message(...) would store, without building and converting them field by field.
+    run = run_insert(
+        conversation_id=locked_row.pk,
+        model=model or conversation.model,
+        profile_name=conversation.profile_name,
+        attended=attended,
+        options={
+            "tools_on": conversation.tools_on,
+            "web_search_on": conversation.web_search_on,
+            "plan_mode": conversation.plan_mode,
+            "agent_profile": conversation.agent_profile_id,
+        },
+        started=timezone.now(),
+        key=None if keys is None else keys[0],
+    )
+    allowed = turn_start_allow_sent(owner_id=locked_row.owner_id, exclude_run_id=run.pk)
+    if not locked_row.title:
+        locked_row.title = title_from_message(text)
+    conversation.title = locked_row.title
+    chosen = {field: getattr(conversation, field) for field in conversation_fields}
+    with connection.cursor() as cursor:
+        # With its key: nothing read back. Without (no pipelines there): read at once.
+        message = message_insert_sent(
+            cursor,
+            conversation_id=locked_row.pk,
+            run_id=run.pk,
+            role="user",
+            text=text,
+            created=timezone.now(),
+            key=None if keys is None else keys[1],
+        )()
+    row_update(
+        Conversation,
+        pk=locked_row.pk,
+        values={**chosen, "title": locked_row.title, "updated": timezone.now()},
+    )
+    return run, message, allowed
 
 
 def _conversation_lock(conversation_id: int) -> Conversation:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -15,16 +17,22 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 
 from chat_app.approvals import conversation_allowed_tools
-from chat_app.db_batch import statements_pipelined
+from chat_app.db_batch import SendMore, answered, read_after_send, statements_pipelined
 from chat_app.history_sql import run_events_insert
 from chat_app.models import Conversation
+from chat_app.run_lifecycle import run_open_sent, run_start_check
 from chat_app.schemas import TurnOptions
 from chat_app.selectors import history_messages, model_key_problem, workspace_path_for
-from chat_app.services import conversation_choose_options, run_start
-from chat_app.turn_sql import conversation_history_rows_sent, conversation_load
+from chat_app.services import conversation_choose_options
+from chat_app.turn_sql import (
+    conversation_history_rows_sent,
+    conversation_load_sent,
+    run_and_message_keys_sent,
+    runs_running_sent,
+)
 from openprogram_site.api_errors import NotFoundError, UnprocessableError
 
-__all__ = ["PreparedTurn", "turn_prepare", "turn_request_kwargs"]
+__all__ = ["PreparedTurn", "turn_prepare", "turn_prepare_sent", "turn_request_kwargs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +65,6 @@ def _request_fields() -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(TurnRequest))
 
 
-@transaction.atomic(savepoint=False)  # a batch's transaction (chat_app.db_batch) covers it
 def turn_prepare(
     *,
     user: AbstractBaseUser,
@@ -72,24 +79,109 @@ def turn_prepare(
 
     ``may_abandon_orphans``: the caller knows no process runs this conversation's turn
     (one process, nothing in its registry), so a run still marked running is a leftover
-    of a server that stopped mid-turn and may be closed.
+    of a server that stopped mid-turn and may be closed. The same steps as
+    :func:`turn_prepare_sent`, the batch job a turn's start runs, done here and now.
     """
-    from tools_app.selectors import turn_resolution_inputs
-    from usage_app.selectors import budget_and_spend_sent
-    from usage_app.services import budget_verdict
+    with transaction.atomic(savepoint=False):  # a batch's transaction covers it
+        return answered(
+            turn_prepare_sent(
+                user=user,
+                conversation_id=conversation_id,
+                text=text,
+                options=options,
+                attended=attended,
+                may_abandon_orphans=may_abandon_orphans,
+                replaces=replaces,
+            )
+        )
 
-    # Locked now: the run is opened under this lock (run_start), without loading it again.
-    conversation = conversation_load(owner_id=user.pk, conversation_id=conversation_id, lock=True)
-    if conversation is None:
-        raise NotFoundError(f"conversation {conversation_id!r} not found")
+
+@read_after_send
+def turn_prepare_sent(
+    *,
+    user: AbstractBaseUser,
+    conversation_id: int,
+    text: str,
+    options: TurnOptions,
+    attended: bool | None,
+    may_abandon_orphans: bool,
+    replaces: int | None = None,
+) -> Callable[[], SendMore]:
+    """:func:`turn_prepare` as a batch job (``chat_app.db_batch``) in two sends, so a
+    batch of starts costs PostgreSQL two round trips, not seven per start:
+
+    1. the conversation, locked, and what is read under the lock: its running runs, the
+       owner's profiles and the global disables, and (PostgreSQL) the keys the run and
+       the message will have;
+    2. after the checks on those (in the returned function): the run and the message
+       INSERTs, the owner's turn limits (counted after the run's INSERT, leaving it
+       out), the conversation's UPDATE, the history and budget reads and the turn's
+       first event.
+
+    A batch never holds two starts of one conversation: ``turns.turn_start`` holds the
+    conversation's slot in its process before it queues the job, and another process
+    waits on the conversation's lock. Two starts of one owner may share a batch: the
+    second one's limits count the first one's run (in order, in one transaction).
+    """
+    from tools_app.selectors import profiles_and_disabled_sent
+
+    with statements_pipelined():
+        # The lock first: the runs after it are read under it.
+        loaded = conversation_load_sent(
+            owner_id=user.pk, conversation_id=conversation_id, lock=True
+        )
+        running = runs_running_sent(conversation_id=conversation_id)
+        profiles = profiles_and_disabled_sent(owner_id=user.pk)
+        keys = run_and_message_keys_sent()
+
+    def checked() -> SendMore:
+        conversation, running_runs = loaded(), running()
+        profiles_read, keys_taken = profiles(), keys()
+        if conversation is None:
+            raise NotFoundError(f"conversation {conversation_id!r} not found")
+        return _start_checked(
+            user=user,
+            conversation=conversation,
+            running=running_runs,
+            profiles_and_disabled=profiles_read,
+            keys=keys_taken,
+            text=text,
+            options=options,
+            attended=attended,
+            may_abandon_orphans=may_abandon_orphans,
+            replaces=replaces,
+        )
+
+    return checked
+
+
+def _start_checked(
+    *,
+    user: AbstractBaseUser,
+    conversation: Conversation,
+    running: list[tuple[int, Any]],
+    profiles_and_disabled: tuple[dict[str, list[str]], dict[str, str]],
+    keys: tuple[int, int] | None,
+    text: str,
+    options: TurnOptions,
+    attended: bool | None,
+    may_abandon_orphans: bool,
+    replaces: int | None,
+) -> SendMore:
+    """:func:`turn_prepare_sent`'s checks on what it read (outside any pipeline: a
+    lapsed run's closing and an edit's superseding read and write as they go); its
+    second send."""
+    from tools_app.selectors import turn_resolution_inputs
+
     # Loaded by its owner: checking a chosen profile against it needs no query for the user.
     Conversation.owner.field.set_cached_value(conversation, user)
-    # Saved by run_start's conversation UPDATE: one statement for the choices and the title.
+    # Saved by the run's opening: one conversation UPDATE for the choices and the title.
     chosen = conversation_choose_options(conversation=conversation, options=options)
     inputs = turn_resolution_inputs(
         owner=user,
         profile_name=conversation.profile_name,
         agent_profile_id=conversation.agent_profile_id,
+        profiles_and_disabled=profiles_and_disabled,
     )
     # An agent profile's model wins over the composer's; the picker shows it when chosen.
     model = inputs.pop("model", None) or conversation.model
@@ -97,28 +189,66 @@ def turn_prepare(
     if problem:
         raise UnprocessableError(problem)
     turn_attended = conversation.attended if attended is None else attended
-    run, message = run_start(
-        conversation=conversation,
-        text=text,
-        attended=turn_attended,
-        replaces=replaces,
-        locked=True,
+    run_start_check(
+        conversation_id=conversation.pk,
+        running=running,
         abandon_running=may_abandon_orphans,
-        model=model,
-        conversation_fields=chosen,
+        replaces=replaces,
     )
-    # The turn's first event goes into run history with the run (seq 1): the turn only
-    # relays it, so no history job of its own precedes its first model request.
-    started = {
-        "text": text,
-        "message_id": message.pk,
-        "title": conversation.title,
-        "replaces": replaces,
-    }
-    # Two reads answered together with that write: on PostgreSQL one round trip
-    # (db_batch's pipeline).
-    with connection.cursor() as history_cursor, connection.cursor() as budget_cursor:
+    return SendMore(
+        partial(
+            _start_sent,
+            user=user,
+            conversation=conversation,
+            inputs=inputs,
+            model=model,
+            attended=turn_attended,
+            chosen=chosen,
+            keys=keys,
+            text=text,
+            replaces=replaces,
+        )
+    )
+
+
+def _start_sent(
+    *,
+    user: AbstractBaseUser,
+    conversation: Conversation,
+    inputs: dict[str, Any],
+    model: str,
+    attended: bool,
+    chosen: list[str],
+    keys: tuple[int, int] | None,
+    text: str,
+    replaces: int | None,
+) -> Callable[[], PreparedTurn]:
+    """:func:`turn_prepare_sent`'s second send; the returned function reads the answers
+    and gives the prepared turn."""
+    from usage_app.selectors import budget_and_spend_sent
+    from usage_app.services import budget_verdict
+
+    history_cursor, budget_cursor = connection.cursor(), connection.cursor()
+    try:
         with statements_pipelined():
+            run, message, allowed = run_open_sent(
+                conversation=conversation,
+                locked_row=conversation,
+                text=text,
+                attended=attended,
+                model=model,
+                conversation_fields=chosen,
+                keys=keys,
+            )
+            # The turn's first event goes into run history with the run (seq 1): the
+            # turn only relays it, so no history job of its own precedes its first
+            # model request.
+            started = {
+                "text": text,
+                "message_id": message.pk,
+                "title": conversation.title,
+                "replaces": replaces,
+            }
             history_rows = conversation_history_rows_sent(
                 history_cursor, conversation_id=conversation.pk, before=message
             )
@@ -126,36 +256,48 @@ def turn_prepare(
                 budget_cursor, user_id=user.pk, exclude_run_id=run.pk
             )
             run_events_insert(run_id=run.pk, events=[(1, "user_message", started)])
-        history = history_messages(history_rows())
-        budget, recorded = budget_spend()
-    refusal = budget_verdict(budget=budget, recorded=recorded, turn_cost=0.0)
-    values = {
-        **inputs,
-        "text": text,
-        "history": history,
-        "model": model,
-        "user_id": user.pk,
-        "conversation_id": conversation.pk,
-        "tools_on": conversation.tools_on,
-        "web_search_on": conversation.web_search_on,
-        "plan_mode": conversation.plan_mode,
-        "source": "plan" if conversation.plan_mode else "web",
-        "attended": turn_attended,
-        "workspace": workspace_path_for(user=user),
-        "state": {"todos": list(conversation.todos)},
-        "approval_timeout": float(settings.APPROVAL_TIMEOUT_SECONDS),
-        "can_use_context": {
+    except BaseException:
+        history_cursor.close()
+        budget_cursor.close()
+        raise
+
+    def prepared() -> PreparedTurn:
+        try:
+            history = history_messages(history_rows())
+            budget, recorded = budget_spend()
+        finally:
+            history_cursor.close()
+            budget_cursor.close()
+        allowed()
+        values = {
+            **inputs,
+            "text": text,
+            "history": history,
+            "model": model,
             "user_id": user.pk,
-            "username": user.get_username(),
-            "is_staff": bool(user.is_staff),
-        },
-    }
-    return PreparedTurn(
-        run_id=run.pk,
-        message_id=message.pk,
-        title=conversation.title,
-        allowed_tools=conversation_allowed_tools(conversation=conversation),
-        request_kwargs=turn_request_kwargs(values),
-        first_event={"type": "user_message", **started},
-        budget_refusal=refusal,
-    )
+            "conversation_id": conversation.pk,
+            "tools_on": conversation.tools_on,
+            "web_search_on": conversation.web_search_on,
+            "plan_mode": conversation.plan_mode,
+            "source": "plan" if conversation.plan_mode else "web",
+            "attended": attended,
+            "workspace": workspace_path_for(user=user),
+            "state": {"todos": list(conversation.todos)},
+            "approval_timeout": float(settings.APPROVAL_TIMEOUT_SECONDS),
+            "can_use_context": {
+                "user_id": user.pk,
+                "username": user.get_username(),
+                "is_staff": bool(user.is_staff),
+            },
+        }
+        return PreparedTurn(
+            run_id=run.pk,
+            message_id=message.pk,
+            title=conversation.title,
+            allowed_tools=conversation_allowed_tools(conversation=conversation),
+            request_kwargs=turn_request_kwargs(values),
+            first_event={"type": "user_message", **started},
+            budget_refusal=budget_verdict(budget=budget, recorded=recorded, turn_cost=0.0),
+        )
+
+    return prepared

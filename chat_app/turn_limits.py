@@ -1,9 +1,13 @@
 """How many turns one user may start: per minute, and running at once.
 
-Every turn (socket, API, any process) opens its run through ``services.run_start``,
-which calls :func:`turn_start_allow` inside its transaction with the user's row
-locked, so the count is exact across processes: the database is the truth, and two
-daphne processes cannot both let the 31st turn of a minute through. A refusal raises
+Every turn (socket, API, any process) opens its run through
+``run_lifecycle.run_open_sent``, which sends :func:`turn_start_allow_sent` inside its
+transaction right after the run's INSERT, with the user's row locked and that run left
+out of the counts, so the count is exact across processes: the database is the truth,
+and two daphne processes cannot both let the 31st turn of a minute through. The check
+comes after the INSERT so that a batch of starts sends both in one pipeline
+(``chat_app.turn_inputs.turn_prepare_sent``): each start's count then includes the runs
+the batch's earlier starts opened, as one by one. A refusal raises
 :class:`~openprogram_site.api_errors.ThrottledError`: HTTP 429 from the API, an
 error frame of kind ``throttled`` on the socket. Nothing queues: the client retries
 after the time the message names.
@@ -24,10 +28,10 @@ from django.utils import timezone
 
 from chat_app.db_batch import read_after_send
 from chat_app.models import Conversation, Run
-from chat_app.raw_sql import column, python_value, table
+from chat_app.raw_sql import column, python_value, query_sent, table
 from openprogram_site.api_errors import ThrottledError
 
-__all__ = ["TURN_WINDOW", "turn_budget_refusal_sent", "turn_start_allow"]
+__all__ = ["TURN_WINDOW", "turn_budget_refusal_sent", "turn_start_allow", "turn_start_allow_sent"]
 
 TURN_WINDOW = timedelta(minutes=1)
 
@@ -39,17 +43,46 @@ def turn_start_allow(*, owner_id: int) -> None:
     database is (SQLite's immediate transactions), so the count cannot go stale
     before the run is created. A limit of 0 turns that check off.
     """
+    turn_start_allow_sent(owner_id=owner_id)()
+
+
+def turn_start_allow_sent(
+    *, owner_id: int, exclude_run_id: int | None = None
+) -> Callable[[], None]:
+    """:func:`turn_start_allow` with its statement sent now and the verdict given by the
+    returned function (in a pipelined block: after it), which raises ThrottledError.
+
+    ``exclude_run_id``: the run being started, already INSERTed in this transaction (a
+    turn's start sends its run and this check in one pipeline): it is left out of the
+    counts, so the verdict is the one before it, and every run an earlier job of the
+    same transaction opened counts, as if they had gone one by one.
+    """
     per_minute = settings.OPENPROGRAM_TURNS_PER_MINUTE
     concurrent = settings.OPENPROGRAM_MAX_CONCURRENT_TURNS
     if not per_minute and not concurrent:
-        return
+        return lambda: None
     now = timezone.now()
     # One statement: lock the owner's row, count the running runs (a run whose lease ran
     # out belongs to a dead server and holds no slot) and read the start of the
     # ``per_minute``-th latest run of the last minute (there is one: the limit is hit).
-    running, nth_recent = _owner_turns(
-        owner_id=owner_id, now=now, recent_after=now - TURN_WINDOW, nth=max(per_minute, 1)
+    counts = _owner_turns_sent(
+        owner_id=owner_id,
+        now=now,
+        recent_after=now - TURN_WINDOW,
+        nth=max(per_minute, 1),
+        exclude_run_id=exclude_run_id,
     )
+    return partial(_verdict, counts, now=now, per_minute=per_minute, concurrent=concurrent)
+
+
+def _verdict(
+    counts: Callable[[], tuple[int, datetime | None]],
+    *,
+    now: datetime,
+    per_minute: int,
+    concurrent: int,
+) -> None:
+    running, nth_recent = counts()
     if concurrent and running >= concurrent:
         raise ThrottledError(
             f"too many turns running: {concurrent} at once is the limit; "
@@ -64,20 +97,22 @@ def turn_start_allow(*, owner_id: int) -> None:
         )
 
 
-def _owner_turns(
-    *, owner_id: int, now: datetime, recent_after: datetime, nth: int
-) -> tuple[int, datetime | None]:
+def _owner_turns_sent(
+    *, owner_id: int, now: datetime, recent_after: datetime, nth: int, exclude_run_id: int | None
+) -> Callable[[], tuple[int, datetime | None]]:
     started = Run._meta.get_field("started")
     moment = partial(started.get_db_prep_value, connection=connection)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _owner_turns_sql(),
-            [owner_id, "running", moment(now), owner_id, moment(recent_after), nth - 1, owner_id],
-        )
+    # No run has key 0: "leave out run 0" leaves out nothing, with one statement's shape.
+    other = 0 if exclude_run_id is None else exclude_run_id
+
+    def counts(cursor: Any) -> tuple[int, datetime | None]:
         running, nth_started = cursor.fetchone()
-    if nth_started is not None:
-        nth_started = python_value(started, nth_started)
-    return int(running or 0), nth_started
+        if nth_started is not None:
+            nth_started = python_value(started, nth_started)
+        return int(running or 0), nth_started
+
+    params = [owner_id, other, "running", moment(now), owner_id, other, moment(recent_after)]
+    return query_sent(_owner_turns_sql(), [*params, nth - 1, owner_id], counts)
 
 
 @cache
@@ -90,7 +125,7 @@ def _owner_turns_sql() -> str:
     owned_runs = (
         f"FROM {table(run)} INNER JOIN {table(conversation)} "
         f"ON {col(run, 'conversation')} = {col(conversation, 'id')} "
-        f"WHERE {col(conversation, 'owner')} = %s"
+        f"WHERE {col(conversation, 'owner')} = %s AND {col(run, 'id')} <> %s"
     )
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     return (

@@ -29,15 +29,16 @@ from chat_app.raw_sql import column, db_value, instance_from_row, python_value, 
 __all__ = [
     "conversation_history_rows",
     "conversation_history_rows_sent",
-    "conversation_load",
+    "conversation_load_sent",
     "message_insert_sent",
     "row_update",
+    "run_and_message_keys_sent",
     "run_conversation_todos_set",
     "run_events_rows",
     "run_for_finish_sent",
     "run_insert",
     "run_tool_lists",
-    "runs_running",
+    "runs_running_sent",
     "tool_call_status_set",
     "tool_calls_close_open",
 ]
@@ -65,14 +66,20 @@ def _from_db(model: type[_M], row: Sequence[Any]) -> _M:
     return instance_from_row(model, model._meta.concrete_fields, row)
 
 
-def conversation_load(*, owner_id: int, conversation_id: int, lock: bool) -> Conversation | None:
-    """``owner_id``'s conversation, every field loaded; ``lock``: ``FOR UPDATE`` where the
-    database has row locks (SQLite's immediate transaction already holds the database)."""
-    sql = _select_sql(Conversation, ("owner", "id"), lock)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [owner_id, conversation_id])
+def conversation_load_sent(
+    *, owner_id: int, conversation_id: int, lock: bool
+) -> Callable[[], Conversation | None]:
+    """Send the SELECT of ``owner_id``'s conversation, every field; the returned function
+    reads it (None if there is none). ``lock``: ``FOR UPDATE`` where the database has row
+    locks (SQLite's immediate transaction already holds the database). In a pipelined
+    block call it after the block."""
+
+    def conversation(cursor: Any) -> Conversation | None:
         row = cursor.fetchone()
-    return None if row is None else _from_db(Conversation, row)
+        return None if row is None else _from_db(Conversation, row)
+
+    sql = _select_sql(Conversation, ("owner", "id"), lock)
+    return query_sent(sql, [owner_id, conversation_id], conversation)
 
 
 def row_update(model: type[Model], *, pk: int, values: dict[str, Any]) -> None:
@@ -91,14 +98,39 @@ def _update_sql(model: type[Model], names: tuple[str, ...]) -> str:
 
 
 @cache
-def _insert_sql(model: type[Model]) -> str:
+def _insert_sql(model: type[Model], keyed: bool = False) -> str:
+    """The INSERT of every column but the key, the key returned; ``keyed``: the key is
+    the first value given (taken beforehand, :func:`run_and_message_keys_sent`), nothing
+    returned."""
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    if keyed:
+        fields.insert(0, model._meta.pk)
     columns = ", ".join(_q(f.column) for f in fields)
     marks = ", ".join(["%s"] * len(fields))
     sql = f"INSERT INTO {table(model)} ({columns}) VALUES ({marks})"
-    if connection.features.can_return_columns_from_insert:
+    if not keyed and connection.features.can_return_columns_from_insert:
         sql += f" RETURNING {_q(model._meta.pk.column)}"
     return sql
+
+
+def run_and_message_keys_sent() -> Callable[[], tuple[int, int] | None]:
+    """PostgreSQL: send the SELECT that takes the next run key and the next message key
+    from their sequences; the returned function reads them. A turn's start that has its
+    keys beforehand sends its run, its message and everything that names them in one
+    pipeline, without waiting for an INSERT's answer. Other databases: nothing sent, and
+    the function gives None (their INSERTs return the key at once, nothing to wait for)."""
+    if connection.vendor != "postgresql":
+        return lambda: None
+    return query_sent(_keys_sql(), [], lambda cursor: tuple(cursor.fetchone()))
+
+
+@cache
+def _keys_sql() -> str:
+    def next_key(model: type[Model]) -> str:
+        sequence = f"pg_get_serial_sequence('{table(model)}', '{model._meta.pk.column}')"
+        return f"nextval({sequence})"
+
+    return f"SELECT {next_key(Run)}, {next_key(Message)}"
 
 
 _RUN_GIVEN = ("conversation", "model", "profile_name", "attended", "options", "started")
@@ -113,12 +145,14 @@ def run_insert(
     attended: bool,
     options: dict[str, Any],
     started: datetime,
+    key: int | None = None,
 ) -> Run:
     """INSERT a new running run, the row ``Run(...).save()`` stores (every other column
     its field's default, ``lease_until`` a fresh lease), from plain parameters: no model
     instance built and converted field by field before it (a turn start's critical
     path, ``docs/benchmarks.md`` §5a). The returned run has every field set, as after
-    ``save()``."""
+    ``save()``. ``key``: the run's key, taken beforehand (:func:`run_and_message_keys_sent`):
+    nothing is read back, so it may go out in a pipeline."""
     lease_until = lease_deadline()
     given = {
         "conversation": conversation_id,
@@ -132,8 +166,12 @@ def run_insert(
     names, defaults = _run_defaults()
     values = [given[name] if name in given else defaults[name] for name in names]
     with connection.cursor() as cursor:
-        cursor.execute(_insert_sql(Run), values)
-        (run_id,) = cursor.fetchone()
+        if key is None:
+            cursor.execute(_insert_sql(Run), values)
+            (run_id,) = cursor.fetchone()
+        else:
+            cursor.execute(_insert_sql(Run, keyed=True), [key, *values])
+            run_id = key
     python = {
         "id": run_id,
         "conversation": conversation_id,
@@ -175,11 +213,14 @@ def message_insert_sent(
     role: str,
     text: str,
     created: datetime,
+    key: int | None = None,
 ) -> Callable[[], Message]:
     """Send a message's INSERT on ``cursor`` from plain parameters (the row
     ``Message(...).save()`` stores); the returned function reads its key and gives the
     stored message. In a pipelined block (``db_batch.statements_pipelined``) call it
-    after the block: the key comes with the block's one round trip."""
+    after the block: the key comes with the block's one round trip. ``key``: the key,
+    taken beforehand (:func:`run_and_message_keys_sent`): nothing is read back, and the
+    function may be called at once."""
     values = {
         "conversation": conversation_id,
         "role": role,
@@ -188,10 +229,13 @@ def message_insert_sent(
         "created": db_value(Message, "created", created),
     }
     names = tuple(f.name for f in Message._meta.concrete_fields if not f.primary_key)
-    cursor.execute(_insert_sql(Message), [values[name] for name in names])
+    if key is None:
+        cursor.execute(_insert_sql(Message), [values[name] for name in names])
+    else:
+        cursor.execute(_insert_sql(Message, keyed=True), [key, *(values[n] for n in names)])
 
     def stored() -> Message:
-        (message_id,) = cursor.fetchone()
+        (message_id,) = cursor.fetchone() if key is None else (key,)
         return _instance(
             Message,
             {
@@ -207,13 +251,15 @@ def message_insert_sent(
     return stored
 
 
-def runs_running(*, conversation_id: int) -> list[tuple[int, Any]]:
-    """``(id, lease_until)`` of the conversation's runs still marked running."""
+def runs_running_sent(*, conversation_id: int) -> Callable[[], list[tuple[int, Any]]]:
+    """Send the SELECT of the conversation's runs still marked running; the returned
+    function reads their ``(id, lease_until)`` (in a pipelined block: after it)."""
     lease = _field(Run, "lease_until")
-    with connection.cursor() as cursor:
-        cursor.execute(_running_sql(), [conversation_id, "running"])
-        rows = cursor.fetchall()
-    return [(pk, python_value(lease, until)) for pk, until in rows]
+
+    def running(cursor: Any) -> list[tuple[int, Any]]:
+        return [(pk, python_value(lease, until)) for pk, until in cursor.fetchall()]
+
+    return query_sent(_running_sql(), [conversation_id, "running"], running)
 
 
 @cache

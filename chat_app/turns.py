@@ -33,7 +33,7 @@ from chat_app.markdown import render_markdown
 from chat_app.schemas import TurnOptions
 from chat_app.turn_control import ControlAction, TurnControl, control_group, turn_control_send
 from chat_app.turn_events import TurnEvents
-from chat_app.turn_inputs import turn_prepare
+from chat_app.turn_inputs import turn_prepare_sent
 
 __all__ = [
     "ActiveTurn",
@@ -343,7 +343,7 @@ async def turn_start(
     _flight_begin(conversation_id)
     try:
         prepared = await run_batched(
-            turn_prepare,
+            turn_prepare_sent,
             user=user,
             conversation_id=conversation_id,
             text=text,

@@ -8,7 +8,7 @@ framework's (``tools_app.resolution``); these selectors only gather its inputs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,6 +42,7 @@ __all__ = [
     "profile_list",
     "profile_names",
     "profile_tool_names",
+    "profiles_and_disabled_sent",
     "profiles_export",
     "resolution_for",
     "tool_get",
@@ -242,16 +243,20 @@ def turn_resolution_inputs(
     owner: AbstractBaseUser,
     profile_name: str | None,
     agent_profile_id: int | None = None,
+    profiles_and_disabled: tuple[dict[str, list[str]], dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """TurnRequest keyword arguments for ``owner``'s turn.
 
     ``profile_name`` None means the user's active profile. An agent profile adds its
     toolset (a tool profile or preset name), its allowed list (layer-5 allow), its
     disabled list (layer-5 deny), its model and its system prompt. Its ``enabled``
-    list adds tools back to whatever its toolset selects.
+    list adds tools back to whatever its toolset selects. ``profiles_and_disabled``:
+    what :func:`profiles_and_disabled_sent` read for this turn (read here otherwise).
     """
     name = profile_name if profile_name is not None else active_profile_name(owner=owner)
-    named_profiles, disabled = _profiles_and_disabled(owner_id=owner.pk)
+    if profiles_and_disabled is None:
+        profiles_and_disabled = profiles_and_disabled_sent(owner_id=owner.pk)()
+    named_profiles, disabled = profiles_and_disabled
     if name != DEFAULT_PROFILE and name not in named_profiles:
         raise NotFoundError(f"No tool profile named {name!r}.")
     inputs: dict[str, Any] = {
@@ -276,8 +281,12 @@ def turn_resolution_inputs(
     return inputs
 
 
-def _profiles_and_disabled(*, owner_id: int) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """The owner's profiles (name → tools) and the global disables (name → reason).
+def profiles_and_disabled_sent(
+    *, owner_id: int
+) -> Callable[[], tuple[dict[str, list[str]], dict[str, str]]]:
+    """Send the read of the owner's profiles (name → tools) and the global disables
+    (name → reason); the returned function reads both (on PostgreSQL in a pipelined
+    block, ``chat_app.db_batch.statements_pipelined``: after it).
 
     One plain statement for both, read fresh every turn (so an edit in the admin or the
     Programs page applies to the next turn in every process): every turn starts with it,
@@ -290,16 +299,28 @@ def _profiles_and_disabled(*, owner_id: int) -> tuple[dict[str, list[str]], dict
         f'UNION ALL SELECT 1, "name", "disabled_reason" FROM "{tool.db_table}" '
         'WHERE "disabled" = %s'
     )
-    profiles: dict[str, list[str]] = {}
-    disabled: dict[str, str] = {}
-    with connection.cursor() as cursor:
+    cursor = connection.cursor()
+    try:
         cursor.execute(sql, [owner_id, True])
-        for kind, name, value in cursor.fetchall():
+    except BaseException:
+        cursor.close()
+        raise
+
+    def answer() -> tuple[dict[str, list[str]], dict[str, str]]:
+        profiles: dict[str, list[str]] = {}
+        disabled: dict[str, str] = {}
+        try:
+            rows = cursor.fetchall()
+        finally:
+            cursor.close()
+        for kind, name, value in rows:
             if kind == 0:
                 profiles[name] = list(json.loads(value) or [])
             else:
                 disabled[name] = value
-    return profiles, disabled
+        return profiles, disabled
+
+    return answer
 
 
 def _agent_toolset(tools: dict[str, Any], named_profiles: dict[str, list[str]]) -> str | None:

@@ -15,13 +15,19 @@ from tools_app.models import AgentProfile, Tool, ToolProfile
 
 pytestmark = pytest.mark.django_db
 
-TURN_START_STATEMENTS = 10
+BASE_STATEMENTS = 10
 """Conversation lock, profiles + global disables (one), running runs, the turn limits
 (one: owner lock, running count and the last minute's starts), INSERT run, INSERT
 message, one conversation UPDATE (title, updated and the composer's choices), history,
 the budget, INSERT the turn's first event (its user_message, seq 1: the turn then writes
 no history job of its own before its first model request). Was 11 with the limits' three
 statements, and the first event cost a history job of its own."""
+
+
+def _start_statements() -> int:
+    """PostgreSQL adds one: the run's and the message's keys, taken from their sequences
+    beforehand, so nothing of the start waits for an INSERT's answer."""
+    return BASE_STATEMENTS + (connection.vendor == "postgresql")
 
 
 def _prepare(user, conversation_id, **options):
@@ -39,7 +45,7 @@ def test_a_turn_start_as_the_socket_sends_it_costs_ten_statements(alice):
     conversation = conversation_create(owner=alice, model="offline")
     with CaptureQueriesContext(connection) as queries:
         _prepare(alice, conversation.pk, model="offline")
-    assert len(queries.captured_queries) == TURN_START_STATEMENTS
+    assert len(queries.captured_queries) == _start_statements()
 
 
 def test_a_named_profile_and_changed_toggles_cost_nothing_extra(alice):
@@ -48,7 +54,7 @@ def test_a_named_profile_and_changed_toggles_cost_nothing_extra(alice):
     with CaptureQueriesContext(connection) as queries:
         prepared = _prepare(alice, conversation.pk, profile="mine", plan_mode=True, tools_on=False)
     # Checking the chosen profile reads it once more (validation), nothing else is added.
-    assert len(queries.captured_queries) == TURN_START_STATEMENTS + 1
+    assert len(queries.captured_queries) == _start_statements() + 1
     stored = Conversation.objects.get(pk=conversation.pk)
     assert (stored.profile_name, stored.plan_mode, stored.tools_on, stored.title) == (
         "mine",
@@ -134,52 +140,161 @@ def _budget_spent(user) -> None:
     ModelCall.objects.create(user=user, model="offline", cost_usd=Decimal("2"))
 
 
-def test_a_turn_start_sends_what_it_reads_nothing_of_together(alice):
-    """On PostgreSQL the message INSERT and the conversation UPDATE share one pipeline
-    (the message's key read after it), and so do the history and budget reads with the
-    first event's INSERT: 10 statements in 7 round trips. SQLite runs the same
-    statements one by one."""
+class _RoundTrips:
+    """Statements sent, and how many round trips they took: on PostgreSQL a statement
+    outside a pipeline is one, and so is each pipeline block (psycopg's Pipeline); other
+    databases run every statement on its own. Savepoints (the test's own transaction
+    around a batch's) are left out."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bool]] = []
+        self._pipelines: list[object] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        if not sql.startswith(("SAVEPOINT", "RELEASE SAVEPOINT")):
+            on_pg = connection.vendor == "postgresql"
+            in_block = bool(on_pg and connection.connection.pgconn.pipeline_status)
+            self.sent.append((sql, in_block))
+            pipeline = connection.connection._pipeline if in_block else None
+            if in_block and not any(p is pipeline for p in self._pipelines):
+                self._pipelines.append(pipeline)
+        return execute(sql, params, many, context)
+
+    @property
+    def count(self) -> int:
+        return len([f for _, f in self.sent if not f]) + len(self._pipelines)
+
+
+def test_a_turn_start_sends_its_statements_in_two_round_trips_on_postgresql(alice):
+    """On PostgreSQL the start sends what it reads under the conversation's lock (the
+    lock, the running runs, the profiles, the run's and message's keys) in one pipeline,
+    and everything else (the run and message INSERTs, the limits, the conversation
+    UPDATE, the history and budget reads, the first event) in a second: two round trips
+    where it took seven. SQLite runs the same statements one by one."""
     from chat_app.models import RunEvent
     from usage_app.models import ModelCall
 
     conversation = conversation_create(owner=alice, model="offline")
-    sent: list[tuple[str, bool]] = []
-    pipelines: list[object] = []  # each pipeline block (psycopg's Pipeline) is one round trip
-
-    def record(execute, sql, params, many, context):
-        on_pg = connection.vendor == "postgresql"
-        in_block = bool(on_pg and connection.connection.pgconn.pipeline_status)
-        sent.append((sql, in_block))
-        if in_block and not any(p is connection.connection._pipeline for p in pipelines):
-            pipelines.append(connection.connection._pipeline)
-        return execute(sql, params, many, context)
-
-    def in_pipeline(start: str, table: str) -> bool:
-        (flag,) = [f for sql, f in sent if sql.startswith(start) and table in sql.split("(")[0]]
-        return flag
-
-    def select_in_pipeline(table: str) -> bool:
-        (flag,) = [f for sql, f in sent if sql.startswith("SELECT") and f"FROM {table}" in sql]
-        return flag
-
-    with connection.execute_wrapper(record):
+    trips = _RoundTrips()
+    with connection.execute_wrapper(trips):
         prepared = _prepare(alice, conversation.pk)
     message = Message.objects.get(pk=prepared.message_id)
     assert (message.role, message.text, message.run_id) == ("user", "hello there", prepared.run_id)
     assert Conversation.objects.get(pk=conversation.pk).title == "Hello there"
     pipelined = connection.vendor == "postgresql"
     q = connection.ops.quote_name
-    assert in_pipeline("INSERT", q(Message._meta.db_table)) is pipelined
-    assert in_pipeline("UPDATE", q(Conversation._meta.db_table)) is pipelined
-    assert select_in_pipeline(q(Message._meta.db_table)) is pipelined  # the history
-    assert any(q(ModelCall._meta.db_table) in sql and f for sql, f in sent) is pipelined
-    assert in_pipeline("INSERT", q(RunEvent._meta.db_table)) is pipelined  # the first event
-    # The run's key goes into the message row: its INSERT is answered first.
-    assert in_pipeline("INSERT", q(Run._meta.db_table)) is False
-    # A statement on its own is a round trip, so is each pipeline block.
-    round_trips = len([f for _, f in sent if not f]) + len(pipelines)
-    assert len(sent) == TURN_START_STATEMENTS
-    assert round_trips == (TURN_START_STATEMENTS - 3 if pipelined else TURN_START_STATEMENTS)
+    for table in (Run, Message, RunEvent):
+        (flag,) = [
+            f for sql, f in trips.sent if sql.startswith(f"INSERT INTO {q(table._meta.db_table)}")
+        ]
+        assert flag is pipelined
+    assert any(q(ModelCall._meta.db_table) in sql and f for sql, f in trips.sent) is pipelined
+    assert len(trips.sent) == _start_statements()
+    assert trips.count == (2 if pipelined else BASE_STATEMENTS)
+
+
+def _start_jobs(*starts):
+    from chat_app.turn_inputs import turn_prepare_sent
+
+    return [
+        (
+            turn_prepare_sent,
+            {
+                "user": user,
+                "conversation_id": conversation.pk,
+                "text": text,
+                "options": TurnOptions(),
+                "attended": None,
+                "may_abandon_orphans": True,
+            },
+        )
+        for user, conversation, text in starts
+    ]
+
+
+def test_a_batch_of_starts_costs_postgresql_two_round_trips_whatever_its_size(alice, bob):
+    """Starts queued together (``chat_app.db_batch``) share the two pipelines: 2 round
+    trips for the batch, not 2 (or, before, 7) per start, and each start's rows are its
+    own."""
+    from chat_app.db_batch import _run_jobs
+    from chat_app.models import RunEvent
+
+    chats = [conversation_create(owner=owner, model="offline") for owner in (alice, bob, alice)]
+    trips = _RoundTrips()
+    with connection.execute_wrapper(trips):
+        results = _run_jobs(
+            _start_jobs(*((c.owner, c, f"question {i}") for i, c in enumerate(chats)))
+        )
+    assert [ok for ok, _ in results] == [True, True, True]
+    assert trips.count == (2 if connection.vendor == "postgresql" else 3 * BASE_STATEMENTS)
+    for i, (chat, (_, prepared)) in enumerate(zip(chats, results, strict=True)):
+        run = Run.objects.get(pk=prepared.run_id)
+        assert (run.conversation_id, run.status) == (chat.pk, "running")
+        message = Message.objects.get(pk=prepared.message_id)
+        assert (message.run_id, message.text) == (run.pk, f"question {i}")
+        (event,) = RunEvent.objects.filter(run=run)
+        assert event.payload["message_id"] == message.pk
+        assert prepared.request_kwargs["user_id"] == chat.owner_id
+        assert prepared.request_kwargs["history"] == []
+
+
+@pytest.mark.parametrize(
+    "limit", ["OPENPROGRAM_MAX_CONCURRENT_TURNS", "OPENPROGRAM_TURNS_PER_MINUTE"]
+)
+def test_two_starts_of_one_owner_in_one_batch_count_against_each_other(alice, bob, settings, limit):
+    """The limits are counted after the start's own run INSERT, leaving it out, in the
+    batch's transaction: an earlier start of the same batch counts, exactly as if the two
+    had gone one after the other."""
+    from chat_app.db_batch import _run_jobs
+    from openprogram_site.api_errors import ThrottledError
+
+    settings.OPENPROGRAM_MAX_CONCURRENT_TURNS = settings.OPENPROGRAM_TURNS_PER_MINUTE = 0
+    setattr(settings, limit, 1)
+    first, second = (conversation_create(owner=alice, model="offline") for _ in range(2))
+    bobs = conversation_create(owner=bob, model="offline")
+    results = _run_jobs(
+        _start_jobs((alice, first, "one"), (alice, second, "two"), (bob, bobs, "b"))
+    )
+    (ok_first, prepared), (ok_second, refusal), (ok_bob, _) = results
+    assert (ok_first, ok_second, ok_bob) == (True, False, True)
+    assert isinstance(refusal, ThrottledError)
+    assert Run.objects.get(pk=prepared.run_id).conversation_id == first.pk
+    assert not Run.objects.filter(conversation=second).exists()
+    assert not Message.objects.filter(conversation=second).exists()
+
+
+def test_a_start_in_a_batch_closes_its_conversations_orphaned_run_first(alice):
+    """A run a stopped server left running is closed under the lock before the new run
+    opens, as one by one: its partial reply comes before the new question in history."""
+    from chat_app.db_batch import _run_jobs
+    from chat_app.models import RunEvent
+    from chat_app.run_lifecycle import ORPHANED_RUN_ERROR
+
+    chat = conversation_create(owner=alice, model="offline")
+    other = conversation_create(owner=alice, model="offline")
+    orphan = Run.objects.create(conversation=chat, model="offline", status="running")
+    RunEvent.objects.create(run=orphan, seq=1, type="text_delta", payload={"text": "half a rep"})
+    results = _run_jobs(_start_jobs((alice, chat, "again"), (alice, other, "elsewhere")))
+    assert [ok for ok, _ in results] == [True, True]
+    orphan.refresh_from_db()
+    assert (orphan.status, orphan.error) == ("error", ORPHANED_RUN_ERROR)
+    history = [(m.role, m.content) for m in results[0][1].request_kwargs["history"]]
+    assert history == [("assistant", "half a rep")]
+
+
+def test_an_edit_in_a_batch_supersedes_the_replaced_run_before_the_history_is_read(alice):
+    from chat_app.db_batch import _run_jobs
+    from chat_app.services import run_finish
+
+    chat = conversation_create(owner=alice, model="offline")
+    first = _prepare(alice, chat.pk)
+    run_finish(run_id=first.run_id, status="completed", text="first answer")
+    (job,) = _start_jobs((alice, chat, "asked again"))
+    job[1]["replaces"] = first.run_id
+    ((ok, edited),) = _run_jobs([job])
+    assert ok and edited.request_kwargs["history"] == []
+    assert Run.objects.get(pk=first.run_id).superseded is True
+    assert Run.objects.get(pk=edited.run_id).superseded is False
 
 
 def test_a_turn_starts_first_event_is_in_history_with_its_run(alice):
