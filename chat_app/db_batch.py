@@ -141,6 +141,29 @@ def _run_in_order(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list
     sends = [i for i, (fn, _) in enumerate(jobs) if _reads_after_send(fn)]
     first = set(writes) | set(sends)
     others = [i for i in range(len(jobs)) if i not in first]
+    if connection.vendor == "postgresql":
+        _send_then_read(jobs, writes, sends, results)
+    else:
+        # No pipelines: nothing is gained by sending ahead, and a statement whose answer
+        # waits keeps its cursor busy (SQLite then compiles the next of its kind anew:
+        # 100 starts sent ahead cost ~30 % more CPU). Each job runs to its end in turn.
+        for i in writes + sends:
+            results[i] = _run_job(*jobs[i])
+    for i in others:
+        fn, kwargs = jobs[i]
+        results[i] = fn(**kwargs)
+    return results
+
+
+def _send_then_read(
+    jobs: list[tuple[Callable[..., Any], dict[str, Any]]],
+    writes: list[int],
+    sends: list[int],
+    results: list[Any],
+) -> None:
+    """PostgreSQL: the write-only jobs and every sending job's statements in one
+    pipeline, then the answers read in job order; the further statements of those that
+    send more (:class:`SendMore`) in one more pipeline each round."""
     # A lone job is left to its own blocks: a failure it handles itself (a savepoint it
     # rolls back to) must surface inside it, not at the end of an outer pipeline.
     with statements_pipelined() if len(writes) + len(sends) > 1 else nullcontext():
@@ -157,10 +180,6 @@ def _run_in_order(jobs: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list
         for i in more:
             results[i] = results[i]()
         more = [i for i in more if isinstance(results[i], SendMore)]
-    for i in others:
-        fn, kwargs = jobs[i]
-        results[i] = fn(**kwargs)
-    return results
 
 
 def _is_write_only(fn: Callable[..., Any]) -> bool:
