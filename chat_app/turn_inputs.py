@@ -14,10 +14,10 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import connection
 
 from chat_app.approvals import conversation_allowed_tools
-from chat_app.db_batch import SendMore, answered, read_after_send, statements_pipelined
+from chat_app.db_batch import SendMore, read_after_send, statements_pipelined
 from chat_app.history_sql import run_events_insert
 from chat_app.models import Conversation
 from chat_app.run_lifecycle import run_open_sent, run_start_check
@@ -32,7 +32,7 @@ from chat_app.turn_sql import (
 )
 from openprogram_site.api_errors import NotFoundError, UnprocessableError
 
-__all__ = ["PreparedTurn", "turn_prepare", "turn_prepare_sent", "turn_request_kwargs"]
+__all__ = ["PreparedTurn", "turn_prepare_sent", "turn_request_kwargs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,37 +65,6 @@ def _request_fields() -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(TurnRequest))
 
 
-def turn_prepare(
-    *,
-    user: AbstractBaseUser,
-    conversation_id: int,
-    text: str,
-    options: TurnOptions,
-    attended: bool | None,
-    may_abandon_orphans: bool,
-    replaces: int | None = None,
-) -> PreparedTurn:
-    """Validate, remember the composer's choices, open the run and store the message.
-
-    ``may_abandon_orphans``: the caller knows no process runs this conversation's turn
-    (one process, nothing in its registry), so a run still marked running is a leftover
-    of a server that stopped mid-turn and may be closed. The same steps as
-    :func:`turn_prepare_sent`, the batch job a turn's start runs, done here and now.
-    """
-    with transaction.atomic(savepoint=False):  # a batch's transaction covers it
-        return answered(
-            turn_prepare_sent(
-                user=user,
-                conversation_id=conversation_id,
-                text=text,
-                options=options,
-                attended=attended,
-                may_abandon_orphans=may_abandon_orphans,
-                replaces=replaces,
-            )
-        )
-
-
 @read_after_send
 def turn_prepare_sent(
     *,
@@ -107,8 +76,10 @@ def turn_prepare_sent(
     may_abandon_orphans: bool,
     replaces: int | None = None,
 ) -> Callable[[], SendMore]:
-    """:func:`turn_prepare` as a batch job (``chat_app.db_batch``) in two sends, so a
-    batch of starts costs PostgreSQL two round trips, not seven per start:
+    """Validate, remember the composer's choices, open the run and store the message:
+    a batch job (``chat_app.db_batch``; ``db_batch.answered`` runs it on its own) in
+    two sends, so a batch of starts costs PostgreSQL two round trips, not seven per
+    start:
 
     1. the conversation, locked, and what is read under the lock: its running runs, the
        owner's profiles and the global disables, and (PostgreSQL) the keys the run and
@@ -117,6 +88,10 @@ def turn_prepare_sent(
        INSERTs, the owner's turn limits (counted after the run's INSERT, leaving it
        out), the conversation's UPDATE, the history and budget reads and the turn's
        first event.
+
+    ``may_abandon_orphans``: the caller knows no process runs this conversation's turn
+    (one process, nothing in its registry), so a run still marked running is a leftover
+    of a server that stopped mid-turn and may be closed.
 
     A batch never holds two starts of one conversation: ``turns.turn_start`` holds the
     conversation's slot in its process before it queues the job, and another process

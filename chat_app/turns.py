@@ -139,12 +139,12 @@ class ActiveTurn(TurnEvents, TurnControl):
         """Cost of every model call this run made, nested runs' included (from events)."""
         self.budget_at_start: str | None = None
         self._budget_at_start_unread = False
-        """The start's budget verdict (turn_prepare) answers the first check, unspent."""
+        """The start's budget verdict (turn_prepare_sent) answers the first check, unspent."""
 
     # --- the task --------------------------------------------------------------------------
     async def run(self, *, first_event: dict[str, Any]) -> TurnOutcome:
         """The turn, from relaying ``first_event`` (its ``user_message``, already in run
-        history: ``turn_prepare`` wrote it as ``seq`` 1) to its stored reply."""
+        history: ``turn_prepare_sent`` wrote it as ``seq`` 1) to its stored reply."""
         layer = get_channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(control_group(self.conversation_id), channel)

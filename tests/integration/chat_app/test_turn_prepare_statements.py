@@ -6,10 +6,11 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from chat_app.db_batch import answered
 from chat_app.models import Conversation, Message, Run
 from chat_app.schemas import TurnOptions
 from chat_app.services import conversation_create
-from chat_app.turn_inputs import turn_prepare
+from chat_app.turn_inputs import turn_prepare_sent
 from openprogram_site.api_errors import NotFoundError
 from tools_app.models import AgentProfile, Tool, ToolProfile
 
@@ -28,6 +29,12 @@ def _start_statements() -> int:
     """PostgreSQL adds one: the run's and the message's keys, taken from their sequences
     beforehand, so nothing of the start waits for an INSERT's answer."""
     return BASE_STATEMENTS + (connection.vendor == "postgresql")
+
+
+def turn_prepare(**kwargs):
+    """A start on its own, in a transaction of its own, as a batch of one runs it."""
+    with transaction.atomic(savepoint=False):
+        return answered(turn_prepare_sent(**kwargs))
 
 
 def _prepare(user, conversation_id, **options):
@@ -194,8 +201,6 @@ def test_a_turn_start_sends_its_statements_in_two_round_trips_on_postgresql(alic
 
 
 def _start_jobs(*starts):
-    from chat_app.turn_inputs import turn_prepare_sent
-
     return [
         (
             turn_prepare_sent,
