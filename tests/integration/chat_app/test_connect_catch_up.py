@@ -89,7 +89,9 @@ async def test_a_turn_started_while_a_tab_connects_is_caught_up_after_joining(
         if armed[0] and group == turns.events_group(conversation.pk):
             armed[0] = False
             started = turns.turns_started()
-            await first.send_json_to({"type": "user_message", "text": "/echo_twice text=two"})
+            # A turn that outlasts this connect: an offline echo turn ends within a few
+            # ms, sooner than this hook's poll, and then there is nothing left to see live.
+            await first.send_json_to({"type": "user_message", "text": "/ticker seconds=0.3"})
             deadline = time.monotonic() + 30
             while turns.turns_started() == started:
                 assert time.monotonic() < deadline, "the second turn never started"
@@ -101,12 +103,8 @@ async def test_a_turn_started_while_a_tab_connects_is_caught_up_after_joining(
     catch_up = await late.receive_json_from(timeout=10)
     # Read again after joining: the new turn's run, not the stale read of the first.
     assert catch_up["run_id"] != first_run
-    # The new turn may have ended before the second read (an offline turn takes a few
-    # ms): then the catch-up has all of it; otherwise the rest arrives live.
-    seen = catch_up["events"]
-    if not seen or seen[-1]["type"] != "assistant_message":
-        live = await receive_until(late, of_type("assistant_message"))
-        seen += [f for f in live if f.get("run_id") == catch_up["run_id"]]
+    live = await receive_until(late, of_type("assistant_message"))
+    seen = catch_up["events"] + [f for f in live if f.get("run_id") == catch_up["run_id"]]
     kinds = [event["type"] for event in seen]
     assert "user_message" in kinds and kinds[-1] == "assistant_message"
     await _turn_done(first, conversation.pk)
