@@ -19,7 +19,8 @@ from uuid import UUID
 
 from chat_app.db_batch import read_after_send
 from chat_app.models import Conversation, Run, RunEvent
-from chat_app.raw_sql import column, db_value, python_value, query_sent, table
+from chat_app.raw_sql import column, db_value, python_value, table
+from openprogram_site.db_sent import query_sent
 
 __all__ = ["NOT_READ", "connect_reads_sent"]
 

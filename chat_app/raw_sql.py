@@ -5,16 +5,15 @@ ways, so a row written or read here is what the ORM would write or read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
 from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Field, Model
 
-__all__ = ["column", "db_value", "instance_from_row", "python_value", "query_sent", "table"]
+__all__ = ["column", "db_value", "instance_from_row", "python_value", "table"]
 
-_T = TypeVar("_T")
 _M = TypeVar("_M", bound=Model)
 
 
@@ -50,24 +49,3 @@ def instance_from_row(model: type[_M], fields: Sequence[Field[Any, Any]], row: S
     """The instance the ORM would load from ``row`` (the columns of ``fields``, in order)."""
     values = [python_value(field, value) for field, value in zip(fields, row, strict=True)]
     return model.from_db(connection.alias, [f.attname for f in fields], values)
-
-
-def query_sent(sql: str, params: Sequence[Any], read: Callable[[Any], _T]) -> Callable[[], _T]:
-    """Send ``sql`` on a cursor of its own; the returned function reads the answer with
-    ``read(cursor)`` and closes the cursor. In a pipelined block
-    (``db_batch.statements_pipelined``) call it after the block: the answer comes with the
-    block's one round trip."""
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, params)
-    except BaseException:
-        cursor.close()
-        raise
-
-    def answer() -> _T:
-        try:
-            return read(cursor)
-        finally:
-            cursor.close()
-
-    return answer

@@ -47,58 +47,43 @@ ORPHANED_RUN_ERROR = "the server running this turn stopped"
 
 
 def run_start(
-    *,
-    conversation: Conversation,
-    text: str,
-    attended: bool,
-    replaces: int | None = None,
-    locked: bool = False,
-    abandon_running: bool = False,
-    model: str | None = None,
-    conversation_fields: Sequence[str] = (),
+    *, conversation: Conversation, text: str, attended: bool, abandon_running: bool = False
 ) -> tuple[Run, Message]:
-    """Open a run and store the user's message; one running turn per conversation.
+    """Open a run and store the user's message, on their own (scripts, tests); one running
+    turn per conversation.
 
-    ``replaces`` (an edit or a regeneration): that run of this conversation and every
-    later one are marked superseded: kept in history, left out of later prompts.
-    ``locked``: the caller loaded ``conversation`` with ``select_for_update`` in the
-    transaction this runs in, so it is not loaded and locked again.
     ``abandon_running``: the caller knows no process runs this conversation's turn (one
     process, nothing in its registry), so a run still marked running is a leftover of a
     server that stopped mid-turn: it is closed as orphaned, whatever its lease says.
-    ``model``: the run's model when it is not the conversation's (an agent profile's).
-    ``conversation_fields``: fields of ``conversation`` changed but not yet saved (the
-    composer's choices, ``conversation_choose_options``); written in this function's one
-    conversation UPDATE instead of one of their own.
 
-    A turn's start (``chat_app.turn_inputs``) runs the same steps as a batch job, its
-    reads and writes sent with other starts': :func:`run_start_check` on what it read
-    under the lock, then :func:`run_open_sent`.
+    A turn's start (``chat_app.turn_inputs.turn_prepare_sent``) runs the same steps as a
+    batch job, its reads and writes sent with other starts': :func:`run_start_check` on
+    what it read under the conversation's lock, then :func:`run_open_sent`.
     """
     # No savepoint inside a caller's transaction (a savepoint is two more round trips on
     # PostgreSQL): whatever this raises fails the caller's transaction as a whole.
     with transaction.atomic(savepoint=False):
-        locked_row = conversation if locked else _conversation_lock(conversation.pk)
+        locked = _conversation_lock(conversation.pk)
         keys = run_and_message_keys_sent()
-        running = runs_running_sent(conversation_id=locked_row.pk)
+        running = runs_running_sent(conversation_id=locked.pk)
         run_start_check(
-            conversation_id=locked_row.pk,
+            conversation_id=locked.pk,
             running=running(),
             abandon_running=abandon_running,
-            replaces=replaces,
+            replaces=None,
         )
         with statements_pipelined():
             run, message, allowed = run_open_sent(
-                conversation=conversation,
-                locked_row=locked_row,
+                conversation=locked,
                 text=text,
                 attended=attended,
-                model=model,
-                conversation_fields=conversation_fields,
+                model=None,
+                conversation_fields=(),
                 keys=keys(),
             )
         allowed()
-        return run, message
+    conversation.title = locked.title
+    return run, message
 
 
 def run_start_check(
@@ -129,7 +114,6 @@ def run_start_check(
 def run_open_sent(
     *,
     conversation: Conversation,
-    locked_row: Conversation,
     text: str,
     attended: bool,
     model: str | None,
@@ -141,6 +125,11 @@ def run_open_sent(
     verdict to call after the block, which raises ThrottledError (the caller's
     transaction then rolls back: the run was never open).
 
+    ``conversation``: loaded with its lock in this transaction. ``model``: the run's
+    model when it is not the conversation's (an agent profile's).
+    ``conversation_fields``: its fields changed but not saved yet (the composer's
+    choices, ``conversation_choose_options``), written in the one UPDATE.
+
     ``keys``: the run's and the message's keys taken beforehand
     (``turn_sql.run_and_message_keys_sent``): on PostgreSQL nothing here waits for an
     answer, so all of it, and what names the run or the message, goes out in one
@@ -151,7 +140,7 @@ def run_open_sent(
     # Plain SQL from plain values (chat_app.turn_sql): the rows Run(...) and
     # Message(...) would store, without building and converting them field by field.
     run = run_insert(
-        conversation_id=locked_row.pk,
+        conversation_id=conversation.pk,
         model=model or conversation.model,
         profile_name=conversation.profile_name,
         attended=attended,
@@ -164,16 +153,15 @@ def run_open_sent(
         started=timezone.now(),
         key=None if keys is None else keys[0],
     )
-    allowed = turn_start_allow_sent(owner_id=locked_row.owner_id, exclude_run_id=run.pk)
-    if not locked_row.title:
-        locked_row.title = title_from_message(text)
-    conversation.title = locked_row.title
+    allowed = turn_start_allow_sent(owner_id=conversation.owner_id, exclude_run_id=run.pk)
+    if not conversation.title:
+        conversation.title = title_from_message(text)
     chosen = {field: getattr(conversation, field) for field in conversation_fields}
     with connection.cursor() as cursor:
         # With its key: nothing read back. Without (no pipelines there): read at once.
         message = message_insert_sent(
             cursor,
-            conversation_id=locked_row.pk,
+            conversation_id=conversation.pk,
             run_id=run.pk,
             role="user",
             text=text,
@@ -182,8 +170,8 @@ def run_open_sent(
         )()
     row_update(
         Conversation,
-        pk=locked_row.pk,
-        values={**chosen, "title": locked_row.title, "updated": timezone.now()},
+        pk=conversation.pk,
+        values={**chosen, "title": conversation.title, "updated": timezone.now()},
     )
     return run, message, allowed
 

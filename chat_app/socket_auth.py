@@ -46,7 +46,8 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from chat_app.db_batch import SendMore, read_after_send, run_batched
-from chat_app.raw_sql import column, db_value, instance_from_row, query_sent, table
+from chat_app.raw_sql import column, db_value, instance_from_row, table
+from openprogram_site.db_sent import query_sent
 
 __all__ = ["BatchedAuthMiddleware", "batched_auth_middleware_stack", "socket_user_sent"]
 

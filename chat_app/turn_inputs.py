@@ -208,7 +208,6 @@ def _start_sent(
         with statements_pipelined():
             run, message, allowed = run_open_sent(
                 conversation=conversation,
-                locked_row=conversation,
                 text=text,
                 attended=attended,
                 model=model,

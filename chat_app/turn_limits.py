@@ -28,29 +28,25 @@ from django.utils import timezone
 
 from chat_app.db_batch import read_after_send
 from chat_app.models import Conversation, Run
-from chat_app.raw_sql import column, python_value, query_sent, table
+from chat_app.raw_sql import column, python_value, table
 from openprogram_site.api_errors import ThrottledError
+from openprogram_site.db_sent import query_sent
 
-__all__ = ["TURN_WINDOW", "turn_budget_refusal_sent", "turn_start_allow", "turn_start_allow_sent"]
+__all__ = ["TURN_WINDOW", "turn_budget_refusal_sent", "turn_start_allow_sent"]
 
 TURN_WINDOW = timedelta(minutes=1)
-
-
-def turn_start_allow(*, owner_id: int) -> None:
-    """Raise ThrottledError if ``owner_id`` may not start another turn now.
-
-    Call inside a transaction: the owner's row is locked (PostgreSQL) or the whole
-    database is (SQLite's immediate transactions), so the count cannot go stale
-    before the run is created. A limit of 0 turns that check off.
-    """
-    turn_start_allow_sent(owner_id=owner_id)()
 
 
 def turn_start_allow_sent(
     *, owner_id: int, exclude_run_id: int | None = None
 ) -> Callable[[], None]:
-    """:func:`turn_start_allow` with its statement sent now and the verdict given by the
-    returned function (in a pipelined block: after it), which raises ThrottledError.
+    """Send the check whether ``owner_id`` may start another turn now; the returned
+    function gives the verdict (in a pipelined block: after it), raising ThrottledError
+    if not.
+
+    Call inside a transaction: the owner's row is locked (PostgreSQL) or the whole
+    database is (SQLite's immediate transactions), so the count cannot go stale
+    before the run is created. A limit of 0 turns that check off.
 
     ``exclude_run_id``: the run being started, already INSERTed in this transaction (a
     turn's start sends its run and this check in one pipeline): it is left out of the

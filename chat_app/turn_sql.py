@@ -24,7 +24,8 @@ from django.db import connection
 from django.db.models import Field, Model
 
 from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord, lease_deadline
-from chat_app.raw_sql import column, db_value, instance_from_row, python_value, query_sent, table
+from chat_app.raw_sql import column, db_value, instance_from_row, python_value, table
+from openprogram_site.db_sent import query_sent
 
 __all__ = [
     "conversation_history_rows",

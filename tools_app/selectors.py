@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
 from django.db.models import Q, QuerySet
 
 from accounts.models import ApiToken
 from openprogram.programs import DEFAULT_TOOLS, UnknownToolsetError, registry
 from openprogram_site.api_errors import NotFoundError
+from openprogram_site.db_sent import query_sent
 from tools_app.catalog_sync import tool_catalog_sync_if_changed
 from tools_app.models import DEFAULT_PROFILE, AgentProfile, Tool, ToolProfile, UserToolSettings
 from tools_app.resolution import resolve_inputs, toolset_members
@@ -299,28 +299,18 @@ def profiles_and_disabled_sent(
         f'UNION ALL SELECT 1, "name", "disabled_reason" FROM "{tool.db_table}" '
         'WHERE "disabled" = %s'
     )
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, [owner_id, True])
-    except BaseException:
-        cursor.close()
-        raise
+    return query_sent(sql, [owner_id, True], _profiles_and_disabled_rows)
 
-    def answer() -> tuple[dict[str, list[str]], dict[str, str]]:
-        profiles: dict[str, list[str]] = {}
-        disabled: dict[str, str] = {}
-        try:
-            rows = cursor.fetchall()
-        finally:
-            cursor.close()
-        for kind, name, value in rows:
-            if kind == 0:
-                profiles[name] = list(json.loads(value) or [])
-            else:
-                disabled[name] = value
-        return profiles, disabled
 
-    return answer
+def _profiles_and_disabled_rows(cursor: Any) -> tuple[dict[str, list[str]], dict[str, str]]:
+    profiles: dict[str, list[str]] = {}
+    disabled: dict[str, str] = {}
+    for kind, name, value in cursor.fetchall():
+        if kind == 0:
+            profiles[name] = list(json.loads(value) or [])
+        else:
+            disabled[name] = value
+    return profiles, disabled
 
 
 def _agent_toolset(tools: dict[str, Any], named_profiles: dict[str, list[str]]) -> str | None:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from chat_app.models import Run
 from chat_app.services import conversation_create
-from chat_app.turn_limits import turn_start_allow
+from chat_app.turn_limits import turn_start_allow_sent
 from openprogram_site.api_errors import ThrottledError
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
@@ -83,10 +83,10 @@ def test_a_run_whose_lease_ran_out_holds_no_slot(alice, settings):
     _runs(alice, count=1, status="running")
     _runs(alice, count=3, status="running", lease_until=timezone.now() - timedelta(seconds=1))
     _runs(alice, count=3, status="completed")
-    turn_start_allow(owner_id=alice.pk)  # one live run of two allowed
+    turn_start_allow_sent(owner_id=alice.pk)()  # one live run of two allowed
     _runs(alice, count=1, status="running")
     with pytest.raises(ThrottledError, match="2 at once is the limit"):
-        turn_start_allow(owner_id=alice.pk)
+        turn_start_allow_sent(owner_id=alice.pk)()
 
 
 def test_the_minute_limit_counts_the_last_minute_and_says_when_to_retry(alice, bob, settings):
@@ -96,9 +96,9 @@ def test_the_minute_limit_counts_the_last_minute_and_says_when_to_retry(alice, b
     _runs(bob, count=5, status="completed", started=now - timedelta(seconds=5))
     _runs(alice, count=1, status="completed", started=now - timedelta(seconds=40))
     _runs(alice, count=1, status="completed", started=now - timedelta(seconds=10))
-    turn_start_allow(owner_id=alice.pk)  # two in the last minute (bob's do not count)
+    turn_start_allow_sent(owner_id=alice.pk)()  # two in the last minute (bob's do not count)
     _runs(alice, count=1, status="completed", started=now - timedelta(seconds=2))
     with pytest.raises(ThrottledError, match="3 a minute is the limit") as refused:
-        turn_start_allow(owner_id=alice.pk)
+        turn_start_allow_sent(owner_id=alice.pk)()
     # The third latest start (40 s ago) leaves the window in about 20 s.
     assert 18 <= refused.value.retry_after <= 21
