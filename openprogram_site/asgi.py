@@ -8,12 +8,12 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chat_app.routing import websocket_urlpatterns  # noqa: E402
-from chat_app.socket_auth import batched_auth_middleware_stack  # noqa: E402
 from openprogram_site.gc_freeze import gc_freeze_long_lived  # noqa: E402
 from openprogram_site.http_limits import oversize_bodies_refused  # noqa: E402
 from openprogram_site.origins import ExactOriginValidator  # noqa: E402
@@ -27,7 +27,7 @@ application = ProtocolTypeRouter(
         "http": http_app,
         # Scheme, host and port must all match (openprogram_site/origins.py).
         "websocket": ExactOriginValidator(
-            batched_auth_middleware_stack(URLRouter(websocket_urlpatterns)),
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
             settings.WEBSOCKET_ALLOWED_ORIGINS,
         ),
     }

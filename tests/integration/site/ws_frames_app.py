@@ -18,13 +18,13 @@ from typing import Any
 
 from openprogram_site.asgi import application as product_application
 
+from channels.auth import AuthMiddlewareStack
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.routing import URLRouter
 from django.conf import settings
 from django.urls import path
 
 from chat_app.consumers import _socket_send
-from chat_app.socket_auth import batched_auth_middleware_stack
 from openprogram_site.origins import ExactOriginValidator
 from openprogram_site.ws_frames import DirectFrames
 
@@ -60,7 +60,7 @@ class _ChatStackProbe(AsyncWebsocketConsumer):
 
 
 _chat_stack = ExactOriginValidator(
-    batched_auth_middleware_stack(URLRouter([path("ws/frames-chat/", _ChatStackProbe.as_asgi())])),
+    AuthMiddlewareStack(URLRouter([path("ws/frames-chat/", _ChatStackProbe.as_asgi())])),
     settings.WEBSOCKET_ALLOWED_ORIGINS,
 )
 
