@@ -66,7 +66,7 @@ _AREAS = (
     ("database: finishing a turn", "run_finish"),
     ("database: budget checks", "budget_refusal"),
     ("database: model-call ledger", "model_call_record"),
-    ("database: socket login (session, user)", "socket_user_sent"),
+    ("database: socket login (session, user)", "channels/auth.py"),
     ("database: socket connect and catch-up", "connect_reads_sent"),
     # A relayed frame reaches its socket through ChatConsumer.dispatch: not the connect.
     ("turn task, relay, consumers", "chat_events"),
