@@ -132,6 +132,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except ValueError as exc:
             await self._error("bad_json", f"not JSON: {exc}")
             return
+        except RecursionError:  # e.g. 5,000 nested arrays: 10 KB, well under the size limit
+            await self._error("bad_json", "not JSON this server reads: nested too deeply")
+            return
         if not isinstance(data, dict):
             await self._error("bad_frame", "a frame must be a JSON object with a 'type'")
             return

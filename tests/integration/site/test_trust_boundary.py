@@ -274,6 +274,34 @@ def test_an_oversize_frame_gets_an_error_frame_and_close_4413(server, people, si
     assert "Traceback" not in server.log()
 
 
+def test_a_frame_nested_5000_deep_gets_an_error_frame_and_the_socket_stays(server, people):
+    # json.loads raises RecursionError, not ValueError, on it: it once closed the socket (1011).
+    alice = people["alice"]
+    deep = '{"type": "user_message", "text": ' + "[" * 5000 + "]" * 5000 + "}"
+    assert len(deep) < 65_536
+
+    async def exchange() -> list[dict]:
+        origin = f"http://127.0.0.1:{server.port}"
+        url = _ws_url(server, alice["conversations"][1])
+        async with connect(
+            url, origin=origin, additional_headers={"Cookie": alice["cookie"]}
+        ) as ws:
+            await ws.send(deep)
+            first = json.loads(await asyncio.wait_for(ws.recv(), 15))
+            await ws.send("still there?")  # answered only by a socket that is still open
+            second = json.loads(await asyncio.wait_for(ws.recv(), 15))
+            return [first, second]
+
+    frames = asyncio.run(exchange())
+    assert [(f["type"], f["kind"]) for f in frames] == [
+        ("error", "bad_json"),
+        ("error", "bad_json"),
+    ]
+    assert "nested too deeply" in frames[0]["message"]
+    assert _count_runs(server, alice["conversations"][1]) == 0
+    assert "Traceback" not in server.log()
+
+
 # --- login throttle -------------------------------------------------------------------------
 
 
