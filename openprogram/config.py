@@ -1,8 +1,7 @@
 """Process-wide framework configuration: where data lives.
 
 The framework imports nothing from Django. A host application (the web app, the
-CLI, a script) calls :func:`configure` once; otherwise ``OPENPROGRAM_HOME`` or
-``./var`` is used.
+CLI, a script) calls :func:`configure` once; otherwise :func:`default_home` is used.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Config", "configure", "get_config"]
+__all__ = ["Config", "configure", "default_home", "get_config"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,27 @@ class Config:
     """The bubblewrap binary that confines every process a tool starts."""
 
 
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def default_home() -> Path:
+    """Where data lives unless ``OPENPROGRAM_HOME`` says otherwise.
+
+    A source checkout (``manage.py`` beside the packages) keeps its data in the checkout's
+    ``var/``; an installed wheel, whose packages sit in site-packages, in
+    ``$XDG_DATA_HOME/openprogram`` (``~/.local/share/openprogram`` when unset).
+    """
+    explicit = os.environ.get("OPENPROGRAM_HOME", "").strip()
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    if (_CHECKOUT / "manage.py").is_file():
+        return _CHECKOUT / "var"
+    data = os.environ.get("XDG_DATA_HOME", "").strip() or "~/.local/share"
+    return (Path(data).expanduser() / "openprogram").resolve()
+
+
 def _default() -> Config:
-    home = Path(os.environ.get("OPENPROGRAM_HOME") or "var").expanduser().resolve()
+    home = default_home()
     return Config(home=home, results_dir=home / "results")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from openprogram.config import default_home
 from openprogram_site.env import (
     env_allow_hosts,
     env_bool,
@@ -19,10 +20,13 @@ from openprogram_site.env import (
     env_str,
 )
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# The site's own templates and static files ship inside this package (so a wheel has them).
+SITE_DIR = Path(__file__).resolve().parent
 
 # --- data directory -----------------------------------------------------------------
-OPENPROGRAM_HOME = env_path("OPENPROGRAM_HOME", BASE_DIR / "var")
+# A checkout's var/, or $XDG_DATA_HOME/openprogram for an installed wheel (never inside
+# site-packages); OPENPROGRAM_HOME overrides both.
+OPENPROGRAM_HOME = env_path("OPENPROGRAM_HOME", default_home())
 OPENPROGRAM_HOME.mkdir(parents=True, exist_ok=True)
 RESULTS_DIR = OPENPROGRAM_HOME / "results"
 WORKSPACES_DIR = env_path("OPENPROGRAM_WORKSPACES", OPENPROGRAM_HOME / "workspaces")
@@ -101,7 +105,7 @@ ASGI_APPLICATION = "openprogram_site.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -174,7 +178,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_DIR / "static"]
 STATIC_ROOT = OPENPROGRAM_HOME / "static"
 # daphne does not serve static files; the ASGI app does unless a proxy takes over.
 SERVE_STATIC = env_bool("SERVE_STATIC", True)

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.e2e
-SCRIPT = Path(__file__).resolve().parents[2] / "static" / "js" / "chat-transcript.js"
+SCRIPT = (
+    Path(__file__).resolve().parents[2]
+    / "openprogram_site"
+    / "static"
+    / "js"
+    / "chat-transcript.js"
+)
 
 _RENDER = """(frames) => {
   const root = document.getElementById("root");

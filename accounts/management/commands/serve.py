@@ -19,14 +19,16 @@ class Command(BaseCommand):
         call_command("login_link", host=host, port=port)
         self.stdout.write(f"\nServing on http://{host}:{port}/  (Ctrl-C stops)\n")
         sys.stdout.flush()
-        daphne = os.path.join(os.path.dirname(sys.executable), "daphne")
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_site.settings")
         # X-Forwarded-For is believed only when a proxy is known to set it.
         proxy = ["--proxy-headers"] if settings.TRUST_PROXY_HEADERS else []
+        # `python -m daphne`: the interpreter's own daphne, wherever its scripts were installed.
         os.execv(
-            daphne,
+            sys.executable,
             [
-                daphne,
+                sys.executable,
+                "-m",
+                "daphne",
                 "-b",
                 host,
                 "-p",
