@@ -1,10 +1,16 @@
-"""The sign-in forms (site and admin), both throttled by ``accounts.login_throttle``."""
+"""The sign-in forms (site and admin), both throttled by ``accounts.login_throttle``.
+
+With ``OIDC_SSO_ONLY`` the site's form signs in staff only. A non-staff account with the
+right password gets the same answer as a wrong password (checked after the password, so
+the answer and its timing tell nothing), and counts as a failure.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 
@@ -44,7 +50,21 @@ class _Throttled:
 
 
 class ThrottledAuthenticationForm(_Throttled, AuthenticationForm):
-    pass
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if settings.OIDC_SSO_ONLY:
+            self.error_messages = {
+                **self.error_messages,
+                "invalid_login": (
+                    "Your username and password didn't match, or your account signs in "
+                    f"with {settings.OIDC_PROVIDER_NAME} only."
+                ),
+            }
+
+    def confirm_login_allowed(self, user: Any) -> None:
+        super().confirm_login_allowed(user)
+        if settings.OIDC_SSO_ONLY and not user.is_staff:
+            raise self.get_invalid_login_error()
 
 
 class ThrottledAdminAuthenticationForm(_Throttled, AdminAuthenticationForm):

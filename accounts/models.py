@@ -1,4 +1,5 @@
-"""One-time login links, per-user API tokens (only hashes are stored), failed logins."""
+"""One-time login links, per-user API tokens (only hashes are stored), failed logins,
+single sign-on identities."""
 
 from __future__ import annotations
 
@@ -76,3 +77,30 @@ class UserPreferences(models.Model):
 
     def __str__(self) -> str:
         return f"preferences of {self.user}"
+
+
+class SsoIdentity(models.Model):
+    """Who a user is at an OpenID provider: the issuer and the value of its link claim.
+
+    The only thing single sign-on links on (``accounts.sso_accounts``). A row is made at a
+    user's first single sign-on, or by an administrator to link an existing account.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255, help_text="The link claim's value (sub).")
+    linked_at = models.DateTimeField(auto_now_add=True)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "single sign-on identity"
+        verbose_name_plural = "single sign-on identities"
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique"),
+            models.UniqueConstraint(fields=["issuer", "user"], name="sso_identity_one_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} at {self.issuer} ({self.subject})"

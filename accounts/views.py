@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
@@ -33,9 +34,21 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 class SignInView(LoginView):
-    """Django's login view with the throttled form; a locked-out attempt answers 429."""
+    """Django's login view with the throttled form; a locked-out attempt answers 429.
+
+    With single sign-on configured, the page also offers it (``accounts.sso_views``).
+    """
 
     authentication_form = ThrottledAuthenticationForm
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        if settings.SSO_ENABLED:
+            context["sso"] = {
+                "provider": settings.OIDC_PROVIDER_NAME,
+                "only": settings.OIDC_SSO_ONLY,
+            }
+        return context
 
     def form_invalid(self, form):
         response = super().form_invalid(form)

@@ -172,6 +172,70 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- single sign-on (OpenID Connect, mozilla-django-oidc; docs/sso.md) ---------------------
+# On when OIDC_ISSUER is set; its endpoints come from its discovery document, when first used.
+OIDC_ISSUER = env_str("OIDC_ISSUER")
+SSO_ENABLED = bool(OIDC_ISSUER)
+OIDC_RP_CLIENT_ID = env_str("OIDC_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET")
+OIDC_RP_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_SIGN_ALGO", "RS256")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+# The claim listing the user's groups at the provider, and which Django group each of its
+# values means ("engineering=Engineers,admins=Operators"). Only the mapped Django groups
+# are managed: set at each sign-on, the user's other groups left alone.
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_MAP: dict[str, str] = {}
+for _entry in env_list("OIDC_GROUP_MAP"):
+    _claim_value, _sep, _group = (part.strip() for part in _entry.partition("="))
+    if not (_sep and _claim_value and _group):
+        raise ImproperlyConfigured(f"OIDC_GROUP_MAP entry {_entry!r} is not claim_value=Group")
+    OIDC_GROUP_MAP[_claim_value] = _group
+# What links a sign-on to an account here: this claim's value, stored per user. It must be
+# one the provider never lets a user choose; a name or an e-mail address is not.
+OIDC_LINK_CLAIM = env_str("OIDC_LINK_CLAIM", "sub")
+if OIDC_LINK_CLAIM in {"email", "preferred_username", "name", "nickname", "username", "upn"}:
+    raise ImproperlyConfigured(
+        f"OIDC_LINK_CLAIM={OIDC_LINK_CLAIM!r} can be chosen by the user at the provider; "
+        "use 'sub' (or another immutable identifier), and OIDC_LINK_VERIFIED_EMAIL for e-mail"
+    )
+# A first sign-on may link an existing account with the same e-mail address, only when the
+# provider says the address is verified (email_verified true); never a staff account.
+OIDC_LINK_VERIFIED_EMAIL = env_bool("OIDC_LINK_VERIFIED_EMAIL", False)
+# Password sign-in only for staff; everyone else uses single sign-on.
+OIDC_SSO_ONLY = env_bool("OIDC_SSO_ONLY", False)
+# Logging out also ends the provider's session where it offers RP-initiated logout.
+OIDC_LOGOUT_AT_PROVIDER = env_bool("OIDC_LOGOUT_AT_PROVIDER", True)
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10, minimum=1, maximum=120)
+if SSO_ENABLED:
+    from urllib.parse import urlsplit as _urlsplit
+
+    _issuer = _urlsplit(OIDC_ISSUER)
+    if not (
+        _issuer.scheme == "https"
+        or (_issuer.scheme == "http" and _issuer.hostname in {"127.0.0.1", "localhost", "::1"})
+    ):
+        raise ImproperlyConfigured(f"OIDC_ISSUER={OIDC_ISSUER!r} must be an https:// URL")
+    if not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+        raise ImproperlyConfigured("OIDC_ISSUER is set: OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too")
+    if "openid" not in OIDC_RP_SCOPES.split():
+        raise ImproperlyConfigured(f"OIDC_SCOPES={OIDC_RP_SCOPES!r} must include 'openid'")
+    if OIDC_RP_SIGN_ALGO not in {"RS256", "RS384", "RS512", "ES256", "ES384", "ES512"}:
+        raise ImproperlyConfigured(f"OIDC_SIGN_ALGO={OIDC_RP_SIGN_ALGO!r}: use RS256 or ES256")
+elif OIDC_SSO_ONLY:
+    raise ImproperlyConfigured("OIDC_SSO_ONLY needs single sign-on: set OIDC_ISSUER")
+# mozilla-django-oidc's own settings: PKCE, the ID token kept for RP-initiated logout, the
+# client authenticating with HTTP Basic (the OpenID default), our callback's URL name.
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True
+OIDC_TOKEN_USE_BASIC_AUTH = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso-callback"
+# Sessions made by single sign-on name its backend: switching it off ends them.
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    *(["accounts.sso_backend.SsoBackend"] if SSO_ENABLED else []),
+]
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False

@@ -1,8 +1,9 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
 from accounts import account_views as account_pages
+from accounts import sso_views
 from accounts import views as account_views
 from accounts.login_forms import ThrottledAdminAuthenticationForm
 from chat_app import views as chat_views
@@ -17,7 +18,13 @@ urlpatterns = [
     path("healthz", account_views.healthz, name="healthz"),
     path("favicon.ico", chat_views.favicon, name="favicon"),
     path("login/", account_views.SignInView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", sso_views.SignOutView.as_view(), name="logout"),
+    path("login/sso/", login_not_required(sso_views.SsoStartView.as_view()), name="sso-start"),
+    path(
+        "login/sso/callback/",
+        login_not_required(sso_views.SsoCallbackView.as_view()),
+        name="sso-callback",
+    ),
     path("login/token/<str:token>/", account_views.token_login, name="token-login"),
     path("account/", account_pages.account_page, name="account"),
     path(
