@@ -13,7 +13,7 @@ TOOLS := .tools
 UV := $(TOOLS)/uv/bin/uv
 SYNC := $(UV) sync --locked --quiet --python $(PY)
 
-.PHONY: run test test-deps bench lint format system-deps sandbox-deps clean lock install-run install-test install-bench conformance axe-deps screenshots
+.PHONY: run test test-deps bench lint format system-deps sandbox-deps clean lock install-run install-test install-bench conformance axe-deps sso-deps screenshots
 
 # `pip install --target`, not a venv: creating a venv (ensurepip) was most of a fresh
 # clone's install time (~12 s of ~30 s). A Python without pip gets a venv to run pip from.
@@ -83,6 +83,20 @@ $(AXE_JS): tests/e2e/axe/package.json tests/e2e/axe/package-lock.json
 
 axe-deps: $(AXE_JS)
 
+# oidc-provider (the certified OpenID provider library) for the single sign-on browser tests
+# (tests/e2e/test_sso.py), from npm, pinned with hashes in tests/sso/package-lock.json, into
+# .tools/oidc; the tests start tests/sso/provider.mjs with it under the Node 22 above.
+OIDC_PROVIDER := $(TOOLS)/oidc/node_modules/oidc-provider/package.json
+
+$(OIDC_PROVIDER): tests/sso/package.json tests/sso/package-lock.json
+	@command -v npm >/dev/null || { echo "the single sign-on tests need npm: run 'make system-deps'"; exit 1; }
+	mkdir -p $(TOOLS)/oidc
+	cp tests/sso/package.json tests/sso/package-lock.json $(TOOLS)/oidc/
+	cd $(TOOLS)/oidc && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+sso-deps: $(OIDC_PROVIDER)
+
 # docs/screenshots/{chat,programs,settings}-{1280,390}.png from a private server (tools/screenshots.py).
 screenshots: install-test system-deps
 	$(BIN)/python -m tools.screenshots
@@ -113,10 +127,10 @@ system-deps:
 	fi
 
 # What `make test` installs: the Debian packages first (npm among them), then the Python
-# environment and the two npm trees side by side. They share nothing, and one after the
+# environment and the npm trees side by side. They share nothing, and one after the
 # other they took ~23 s on a fresh clone here (Node 22 alone ~12 s); side by side ~13 s.
 test-deps: system-deps
-	@$(MAKE) --no-print-directory -j3 install-test $(AXE_JS) $(CONFORMANCE_JS)
+	@$(MAKE) --no-print-directory -j4 install-test $(AXE_JS) $(CONFORMANCE_JS) $(OIDC_PROVIDER)
 
 test: test-deps
 	$(BIN)/ruff check .
