@@ -52,14 +52,17 @@ def sso_account_resolve(*, issuer: str, claims: dict[str, Any]) -> AbstractBaseU
         )
     identity = SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject)
     found = identity.first()
-    if found is None:
+    for attempt in range(2):
+        if found is not None:
+            break
         try:
             with transaction.atomic():
                 found = _first_sign_on(issuer=issuer, subject=subject, claims=claims)
         except IntegrityError:
-            # Two first sign-ons of one person at once: the other one made the identity.
+            # Another first sign-on at the same moment made this identity (or took the
+            # username this one chose): look again, then choose again, once.
             found = identity.first()
-            if found is None:
+            if found is None and attempt:
                 raise
     user = found.user
     if not user.is_active:

@@ -12,6 +12,7 @@ import re
 import secrets
 import sqlite3
 import time
+from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
@@ -23,6 +24,7 @@ from tests.servers import PASSWORD, free_port, make_server
 pytestmark = pytest.mark.e2e
 
 PROVIDER_NAME = "Test provider"
+AXE_JS = Path(__file__).resolve().parents[2] / ".tools/axe/node_modules/axe-core/axe.min.js"
 
 
 @pytest.fixture(scope="module")
@@ -330,3 +332,26 @@ def test_password_sign_in_stays(sso, page):
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
     _expect_signed_in_as(page, "alice")
+
+
+def _serious_violations(page: Page) -> list[dict]:
+    """axe-core's serious and critical findings on the page (as tests/e2e/test_accessibility)."""
+    if not AXE_JS.is_file():
+        pytest.fail(f"axe-core is not installed at {AXE_JS}: run `make axe-deps`")
+    page.evaluate(AXE_JS.read_text())
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [
+        {"id": v["id"], "help": v["help"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_the_sign_in_and_refusal_pages_have_no_serious_accessibility_violations(sso, page):
+    server, provider = sso
+    page.goto(server.url + "/login/")
+    assert _serious_violations(page) == []
+    provider.account_set("sub-max", **_account("max", rewrite_id_token={"nonce": "x"}))
+    _sign_on(page, server, "max")
+    _expect_refused(page, "(nonce mismatch)")
+    assert _serious_violations(page) == []
