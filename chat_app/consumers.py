@@ -9,7 +9,7 @@ the conversation's group so every event of a running turn arrives live; the brow
 drops what it already has by ``seq``. A frame it cannot use (bad JSON, unknown type,
 missing field) gets an error frame and the socket stays; a frame over 64 KB gets an
 error frame and close 4413 (daphne's own 1 MB limit answers the same way,
-``openprogram_site/ws_limits.py``).
+``openprogram_site/daphne_patches.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from channels.sessions import InstanceSessionWrapper
 from pydantic import ValidationError
 
 from chat_app.catch_up import NOT_READ, connect_reads_sent
@@ -38,8 +37,7 @@ from chat_app.turns import (
     turns_started,
 )
 from openprogram_site.api_errors import DomainError
-from openprogram_site.ws_frames import DirectFrames
-from openprogram_site.ws_limits import CLOSE_TOO_LARGE, too_large_frame
+from openprogram_site.daphne_patches import CLOSE_TOO_LARGE, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
 
@@ -60,8 +58,6 @@ def _error_text(exc: ValidationError) -> str:
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     conversation_id: int
     group: str
-    _frame_send: Any = None
-    _direct_frames: DirectFrames | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -211,36 +207,5 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def chat_events(self, message: dict[str, Any]) -> None:
         """A turn's relayed events: frames the relay encoded once for every tab."""
-        direct = self._direct_frames
-        send = self._frame_send or self.base_send
         for frame in message["frames"]:
-            # Under daphne a frame is written in one call (openprogram_site/ws_frames.py);
-            # anything it declines goes through the ASGI send as before.
-            if direct is None or not direct.write_text(frame):
-                await send({"type": "websocket.send", "text": frame})
-
-    async def websocket_connect(self, message: dict[str, Any]) -> None:
-        await super().websocket_connect(message)
-        self._frame_send = _socket_send(self.base_send)
-        self._direct_frames = DirectFrames.of(self._frame_send)
-        receive_directly = getattr(self.channel_layer, "receive_directly", None)
-        if getattr(self, "group", None) and receive_directly is not None:
-            # Connected and caught up: from here the turn's messages are written to this
-            # socket as the relay sends them (chat_app.channel_layer), not dispatched
-            # through the channel's queue and a receive task per message.
-            await receive_directly(self.channel_name, self.dispatch)
-
-    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
-        stop = getattr(self.channel_layer, "stop_receiving_directly", None)
-        if stop is not None:
-            stop(self.channel_name)
-        await super().websocket_disconnect(message)
-
-
-def _socket_send(send: Any) -> Any:
-    """daphne's own send, under Channels' session middleware: its wrapper acts on HTTP
-    responses only (a session save, a cookie) and passes a WebSocket frame through."""
-    wrapper = getattr(send, "__self__", None)
-    if isinstance(wrapper, InstanceSessionWrapper):
-        return wrapper.real_send
-    return send
+            await self.base_send({"type": "websocket.send", "text": frame})

@@ -24,10 +24,8 @@ event loop) share one timer (:class:`chat_app.shared_timers.SharedTimers`), so a
 may close up to a millisecond early; a piece arriving in that last millisecond goes out
 at once instead of waiting alone for a timer (a model streaming at the window's own pace
 would otherwise have nearly every piece wait, and each window reopen a little later
-than the last, so that the waits grew by the timer's lateness piece after piece). With
-the in-process channel layer a window is closed and its pieces written to the sockets
-in the timer's callback (:func:`_run_now`), not in a task of its own; with Redis, which
-waits for its server, a task sends them.
+than the last, so that the waits grew by the timer's lateness piece after piece). The
+timer's callback starts a task that sends the window's pieces.
 """
 
 from __future__ import annotations
@@ -35,14 +33,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import types
-from collections.abc import Coroutine, Generator
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from channels.layers import get_channel_layer
 
-from chat_app.channel_layer import LocalChannelLayer
 from chat_app.shared_timers import SharedTimers
 
 __all__ = [
@@ -160,8 +155,6 @@ class GroupRelay:
     def __init__(self, group: str) -> None:
         self.group = group
         self._layer = get_channel_layer()
-        self._close_in_callback = isinstance(self._layer, LocalChannelLayer)
-        """The in-process layer hands a message to its tabs without waiting on anything."""
         self._waiting: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._window_until = 0.0
@@ -170,8 +163,7 @@ class GroupRelay:
         self._timer: list[GroupRelay] | None = None
         """The shared timer that closes the open window (its list of windows), if any."""
         self._flushing: asyncio.Task[None] | None = None
-        """The last window's send if it needed a task, held so the loop's weak reference
-        is not the only one."""
+        """The last window's send, held so the loop's weak reference is not the only one."""
 
     async def send(self, *events: dict[str, Any]) -> None:
         """Send ``events`` (in order) after whatever is waiting; see the module docstring."""
@@ -203,7 +195,7 @@ class GroupRelay:
             if streamed:
                 self._window_until = loop.time() + RELAY_WINDOW_SECONDS
 
-    def _close_window(self, timer: list[GroupRelay]) -> None:
+    def close_window(self, timer: list[GroupRelay]) -> None:
         """``timer`` went off: if it still closes this window, the window's time is up."""
         if self._timer is not timer:
             return  # an event went out since and closed it
@@ -211,10 +203,7 @@ class GroupRelay:
         self._window_until = 0.0
         if not self._waiting:
             return
-        if self._close_in_callback and not self._lock.locked():
-            self._flushing = _run_now(self._send_waiting())
-        else:
-            self._flushing = asyncio.ensure_future(self._send_waiting())
+        self._flushing = asyncio.ensure_future(self._send_waiting())
 
     async def _send_waiting(self) -> None:
         async with self._lock:
@@ -234,46 +223,5 @@ class GroupRelay:
 
 
 _window_timers: SharedTimers[GroupRelay] = SharedTimers(
-    early=_SHARED_TIMER_SECONDS, fire=GroupRelay._close_window
+    early=_SHARED_TIMER_SECONDS, fire=GroupRelay.close_window
 )
-
-
-def _run_now(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
-    """Run ``coro`` here, in this callback, as far as it goes without waiting; a task
-    finishes it if it has to wait (None if it did not).
-
-    What Python 3.12's eager tasks do, without the task when nothing waits: a window of
-    the in-process layer is closed without a task and a loop callback of its own. Only
-    for code that does not need to know its task (``asyncio.current_task()`` is None
-    until it waits, so no ``asyncio.timeout`` in it).
-    """
-    try:
-        waiting_on = coro.send(None)
-    except StopIteration:
-        return None
-    except Exception:
-        _log.exception("relaying failed")
-        return None
-    return asyncio.ensure_future(_resumed(coro, waiting_on))
-
-
-async def _resumed(coro: Coroutine[Any, Any, None], waiting_on: Any) -> None:
-    await _continue(coro, waiting_on)
-
-
-@types.coroutine
-def _continue(coro: Coroutine[Any, Any, None], waiting_on: Any) -> Generator[Any, Any, None]:
-    """Drive ``coro`` on from the future it yielded, as ``await`` would have."""
-    while True:
-        try:
-            sent = yield waiting_on
-        except BaseException as exc:  # cancelled (or thrown into) while it waits: pass it on
-            try:
-                waiting_on = coro.throw(exc)
-            except StopIteration:
-                return
-            continue
-        try:
-            waiting_on = coro.send(sent)
-        except StopIteration:
-            return

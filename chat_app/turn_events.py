@@ -138,7 +138,7 @@ class TurnEvents:
         self._buffer_chars += sum(len(event.get("text", "")) for event in events)
         return self._buffer_chars >= _FLUSH_AFTER_CHARS
 
-    def _flush_on_timer(self, timer: list[TurnEvents]) -> None:
+    def flush_on_timer(self, timer: list[TurnEvents]) -> None:
         if self._flush_timer is not timer:
             return  # written since (the timer is shared: it could not be cancelled)
         self._flush_timer = None
@@ -201,7 +201,7 @@ class TurnEvents:
 
 
 _flush_timers: SharedTimers[TurnEvents] = SharedTimers(
-    early=_FLUSH_SHARED_SECONDS, fire=TurnEvents._flush_on_timer
+    early=_FLUSH_SHARED_SECONDS, fire=TurnEvents.flush_on_timer
 )
 
 

@@ -358,7 +358,8 @@ async def turn_start(
         raise
     turn.run_id = prepared.run_id
     turn.allowed_tools = set(prepared.allowed_tools)
-    turn.budget_at_start, turn._budget_at_start_unread = prepared.budget_refusal, True
+    # SLF001: the turn's own flag, set where the turn is built.
+    turn.budget_at_start, turn._budget_at_start_unread = prepared.budget_refusal, True  # noqa: SLF001
     turn.request = TurnRequest(
         **prepared.request_kwargs,
         approval_hook=turn.approval_hook,

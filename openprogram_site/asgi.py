@@ -14,11 +14,10 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chat_app.routing import websocket_urlpatterns  # noqa: E402
+from openprogram_site import daphne_patches  # noqa: E402
 from openprogram_site.gc_freeze import gc_freeze_long_lived  # noqa: E402
-from openprogram_site.http_limits import oversize_bodies_refused  # noqa: E402
 from openprogram_site.origins import ExactOriginValidator  # noqa: E402
 from openprogram_site.startup import start_background_services  # noqa: E402
-from openprogram_site.ws_limits import oversize_frames_answered  # noqa: E402
 
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
 
@@ -33,8 +32,8 @@ application = ProtocolTypeRouter(
     }
 )
 
-oversize_frames_answered()
-oversize_bodies_refused(settings.MAX_REQUEST_BYTES)
+# Refuses to start when a library lost what the patches rely on (named in the error).
+daphne_patches.install(max_request_bytes=settings.MAX_REQUEST_BYTES)
 start_background_services()
 # Last: what start-up built lives as long as the process; full collections stop scanning it.
 gc_freeze_long_lived()

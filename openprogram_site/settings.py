@@ -290,7 +290,7 @@ CHAT_ALWAYS_ASK_TOOLS = frozenset(env_list("OPENPROGRAM_ALWAYS_ASK_TOOLS"))
 CHAT_ATTACHMENT_MAX_BYTES = env_int("OPENPROGRAM_ATTACHMENT_MAX_BYTES", 10_000_000, minimum=1)
 CHAT_UPLOADS_MAX_BYTES = env_int("OPENPROGRAM_UPLOADS_MAX_BYTES", 200_000_000, minimum=1)
 # Any HTTP request body, refused (413) while it arrives, before it reaches the disk
-# (openprogram_site/http_limits.py). Room for one attachment plus its multipart framing.
+# (openprogram_site/daphne_patches.py). Room for one attachment plus its multipart framing.
 MAX_REQUEST_BYTES = env_int(
     "OPENPROGRAM_MAX_REQUEST_BYTES", CHAT_ATTACHMENT_MAX_BYTES + 1_000_000, minimum=1024
 )

@@ -47,7 +47,8 @@ class BodySchema(Schema):
     @classmethod
     def _an_object(cls, value: Any) -> Any:
         # ninja's own validator runs first and wraps the input in a DjangoGetter.
-        raw = value._obj if isinstance(value, DjangoGetter) else value
+        # SLF001: django-ninja exposes the wrapped input of its DjangoGetter under no public name.
+        raw = value._obj if isinstance(value, DjangoGetter) else value  # noqa: SLF001
         if not isinstance(raw, dict | BodySchema):
             raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
         return value

@@ -35,6 +35,9 @@ _EXAMPLE = """{
 
 
 class MCPServerForm(forms.ModelForm):
+    # A URL typed without a scheme is https (Django 6's default; 5.2 warns without it).
+    url = MCPServer._meta.get_field("url").formfield(assume_scheme="https")
+
     class Meta:
         model = MCPServer
         exclude = ("approved_fingerprints",)

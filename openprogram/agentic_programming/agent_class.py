@@ -93,7 +93,8 @@ class _AgentMeta(type):
         # Tools are built after the subclass's own __init__, whatever it does,
         # so a forgotten super().__init__() cannot silently drop them.
         agent = super().__call__(*args, **kwargs)
-        agent._install_method_tools()
+        # SLF001: the metaclass installs its own class's method tools.
+        agent._install_method_tools()  # noqa: SLF001
         return agent
 
 
@@ -146,7 +147,8 @@ class Agent(metaclass=_AgentMeta):
             self.__dict__[method] = types.MethodType(function, self)
             tool = build_method_tool(self, options)
             if tool is not None:
-                function._agent_tool = tool  # type: ignore[attr-defined]
+                # SLF001: the framework's marker on a function it wraps.
+                function._agent_tool = tool  # type: ignore[attr-defined]  # noqa: SLF001
                 self._method_tools[method] = tool
 
     @property

@@ -49,7 +49,8 @@ def get_mcp_accounts(*, on_fingerprints_approved: FingerprintListener | None = N
             _accounts = MCPAccounts()
             atexit.register(shutdown_mcp_accounts)
         if on_fingerprints_approved is not None:
-            _accounts._on_fingerprints_approved = on_fingerprints_approved
+            # SLF001: the package's own accounts module, set up by its process owner.
+            _accounts._on_fingerprints_approved = on_fingerprints_approved  # noqa: SLF001
         return _accounts
 
 

@@ -237,7 +237,8 @@ def function(fn: Callable[..., Any] | None = None, /, **settings: Any) -> Any:
     def decorate(target: F) -> F:
         tool = _build_and_register_tool(target, **settings)
         if tool is not None:
-            target._agent_tool = tool  # type: ignore[attr-defined]
+            # SLF001: the framework's marker on a function it wraps.
+            target._agent_tool = tool  # type: ignore[attr-defined]  # noqa: SLF001
         return target
 
     if fn is not None:

@@ -13,6 +13,10 @@ without a key (litellm reports that), and every model when
 
 The answer is cached per (model, api_base, api_key) and the environment variables
 litellm reads for it, so a call costs a dictionary look-up, not litellm's resolution.
+
+A call that goes to litellm instead is logged at WARNING once per process, model and
+reason (:func:`fallback_reasons` keeps them), so traffic moving to the slower path —
+a litellm release that moved what is asked of it, above all — is seen, not silent.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["TRANSPORT_ENV", "OpenAIRoute", "openai_route", "openai_transport"]
+__all__ = ["TRANSPORT_ENV", "OpenAIRoute", "fallback_reasons", "openai_route", "openai_transport"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,7 @@ _ENV = (
     "OPENAI_PROJECT_ID",
 )
 _MAX_ROUTES = 256
+_OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 # Asked of litellm's Responses-API bridge: would it move a call with function tools?
 _PROBE_TOOLS = [{"type": "function", "function": {"name": "probe", "parameters": {}}}]
 
@@ -79,6 +84,20 @@ def openai_transport() -> str:
 
 _MISSING = object()
 _routes: dict[tuple[str | None, ...], OpenAIRoute | None] = {}
+_warned: set[tuple[str, str]] = set()
+
+
+def fallback_reasons() -> frozenset[tuple[str, str]]:
+    """The (model, reason) pairs this process sent to litellm, each warned about once."""
+    return frozenset(_warned)
+
+
+def _fall_back(model: str, reason: str) -> None:
+    if (model, reason) not in _warned:
+        _warned.add((model, reason))
+        log.warning(
+            "model %r goes through litellm, not OpenProgram's own client: %s", model, reason
+        )
 
 
 def openai_route(
@@ -101,43 +120,52 @@ def _resolve(
     litellm: ModuleType, model: str, *, api_base: str | None, api_key: str | None
 ) -> OpenAIRoute | None:
     try:
-        return _resolve_with_litellm(litellm, model, api_base=api_base, api_key=api_key)
+        route = _resolve_with_litellm(litellm, model, api_base=api_base, api_key=api_key)
     except Exception as error:
-        # A litellm that moved its internals must not break calls: its own path still works.
-        log.debug("litellm's own transport for %r: %s", model, type(error).__name__)
+        # A litellm that moved what is asked of it must not break calls: its path works.
+        route = f"litellm could not be asked for the route ({type(error).__name__}: {error})"
+    if isinstance(route, str):
+        _fall_back(model, route)
         return None
+    return route
 
 
 def _resolve_with_litellm(
     litellm: ModuleType, model: str, *, api_base: str | None, api_key: str | None
-) -> OpenAIRoute | None:
+) -> OpenAIRoute | str:
+    """The route, or why the call is litellm's to send."""
     from litellm.llms.openai.chat.gpt_transformation import (
         OpenAIGPTConfig,
         OpenAIUnknownModelConfig,
     )
-    from litellm.responses.bridge_check import (
-        _resolve_openai_api_base,
-        responses_api_bridge_check,
-    )
+    from litellm.responses.bridge_check import responses_api_bridge_check
     from litellm.types.utils import LlmProviders
 
     wire_model, provider, dynamic_key, base = litellm.get_llm_provider(
         model, api_base=api_base, api_key=api_key
     )
     if provider != "openai":
-        return None
+        return f"provider {provider!r} is not sent as a plain OpenAI Chat Completions call"
     # o-series / GPT-5 configs rewrite messages and parameters; only the plain config
     # sends the request as given, which is the request we build.
     config = litellm.ProviderConfigManager.get_provider_chat_config(wire_model, LlmProviders.OPENAI)
     if type(config) not in (OpenAIGPTConfig, OpenAIUnknownModelConfig):
-        return None
+        return f"litellm rewrites its requests ({type(config).__name__})"
     if getattr(litellm, "headers", None) or getattr(litellm, "organization", None):
-        return None  # litellm-wide settings made in code: leave such calls to litellm
-    base = _resolve_openai_api_base(base or api_base)
+        return "litellm-wide headers or organization are set in code"
+    # The base litellm's OpenAI chat handler uses: argument, litellm-wide, environment.
+    base = (
+        base
+        or api_base
+        or getattr(litellm, "api_base", None)
+        or os.environ.get("OPENAI_BASE_URL")
+        or os.environ.get("OPENAI_API_BASE")
+        or _OPENAI_DEFAULT_BASE
+    )
     for tools in (None, _PROBE_TOOLS):
         info, _ = responses_api_bridge_check(wire_model, "openai", tools=tools, api_base=base)
         if info.get("mode") == "responses":
-            return None
+            return "litellm bridges it to the Responses API"
     key = (
         api_key
         or dynamic_key
@@ -146,7 +174,7 @@ def _resolve_with_litellm(
         or os.environ.get("OPENAI_API_KEY")
     )
     if not key:
-        return None  # litellm refuses a call without credentials, with its own message
+        return "no API key: litellm refuses the call with its own message"
     headers = {
         "Authorization": f"Bearer {key}",
         "Content-Type": "application/json",

@@ -1,15 +1,11 @@
-"""Reading a model's chat stream: OpenAI-compatible streams parsed here, others by litellm.
+"""Reading a model's chat stream: OpenAI Chat Completions streams parsed here, others by litellm.
 
-litellm sends every request: it resolves the provider, base URL, key and parameters,
-and maps HTTP errors to its exceptions. What it returns is a stream wrapper that builds
-pydantic models for every chunk, checks and logs it, and rebuilds the whole response at
-the end for logging and cost (cost is ours: :mod:`openprogram.providers.pricing`). For
-an OpenAI Chat Completions stream that per-chunk work cost more server CPU than
-everything else a streamed piece does, so :func:`openai_http_response` finds the HTTP
-response under the wrapper and :func:`openai_stream_texts` reads it here: SSE events,
-JSON chunks, text and tool-call fragments, the finish reason and the usage chunk
-(``stream_options.include_usage``). Other providers' streams go through the wrapper
-(:func:`litellm_stream_texts`); both feed one :class:`ChunkAssembler`.
+A call OpenProgram sends itself (:mod:`openprogram.providers.openai_http`) is read here:
+SSE events, JSON chunks, text and tool-call fragments, the finish reason and the usage
+chunk (``stream_options.include_usage``) — litellm's stream wrapper builds pydantic
+models for every chunk, and that per-chunk work cost more server CPU than everything
+else a streamed piece does. A call litellm sends is read end to end through litellm's
+wrapper (:func:`litellm_stream_texts`). Both feed one :class:`ChunkAssembler`.
 
 A stream that breaks after it started (a provider error object, a chunk that is not
 JSON, a dropped connection or read timeout, the end of the stream before a finish
@@ -33,8 +29,6 @@ __all__ = [
     "StreamBroken",
     "check_finish",
     "litellm_stream_texts",
-    "openai_http_response",
-    "openai_stream_texts",
     "parse_chunk",
     "read_events",
 ]
@@ -148,23 +142,6 @@ class ChunkAssembler:
         ]
 
 
-def openai_http_response(response: Any) -> Any | None:
-    """The HTTP response under litellm's stream when it is an OpenAI Chat Completions
-    stream not yet read (litellm's ``openai`` provider: OpenAI and any server called
-    as ``openai/<model>`` with an ``api_base``), else None."""
-    if getattr(response, "custom_llm_provider", None) != "openai":
-        return None
-    stream = getattr(response, "completion_stream", None)
-    if type(stream).__name__ != "AsyncStream" or getattr(response, "chunks", None):
-        return None
-    http = getattr(stream, "response", None)
-    if not callable(getattr(http, "aiter_bytes", None)) or getattr(
-        http, "is_stream_consumed", True
-    ):
-        return None
-    return http
-
-
 class SSEEvents:
     """Server-sent events from network reads: the ``data`` of each complete event."""
 
@@ -234,7 +211,7 @@ def read_events(
 ) -> tuple[str, StreamBroken | None, bool]:
     """One network read of an OpenAI chat stream: the text of the chunks it completed
     (joined), the error a chunk reported (the text before it still goes out first), and
-    whether ``[DONE]`` came. Both transports read their streams through this."""
+    whether ``[DONE]`` came. The own client reads its streams through this."""
     texts: list[str] = []
     for data in events.feed(read):
         if data.startswith(b"[DONE]"):
@@ -244,35 +221,6 @@ def read_events(
         except StreamBroken as exc:
             return "".join(texts), exc, False
     return "".join(texts), None, False
-
-
-async def openai_stream_texts(http: Any, assembler: ChunkAssembler) -> AsyncIterator[str]:
-    """The text of an OpenAI chat stream, one item per network read (all the text of the
-    chunks that read brought, joined), feeding ``assembler``; closes the response."""
-    events = SSEEvents()
-    done = False
-    try:
-        try:
-            async for read in http.aiter_bytes():
-                text, broken, done = read_events(events, read, assembler)
-                if text:
-                    yield text
-                if broken is not None:
-                    raise broken
-                check_finish(assembler)
-                if done:
-                    break
-        except StreamBroken:
-            raise
-        except Exception as exc:
-            # A connection dropped after the finish reason has lost nothing (as in litellm).
-            if assembler.finish_reason is None:
-                raise StreamBroken(f"{type(exc).__name__}: {exc}") from exc
-            return
-    finally:
-        await http.aclose()
-    if not done and assembler.finish_reason is None:
-        raise StreamBroken("the stream ended before a finish reason was received")
 
 
 async def litellm_stream_texts(response: Any, assembler: ChunkAssembler) -> AsyncIterator[str]:

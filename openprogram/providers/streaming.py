@@ -10,8 +10,8 @@ Setting ``cancel`` ends the stream quietly at once.
 Who sends the request: for a model litellm sends as a plain OpenAI Chat Completions
 call (:mod:`openprogram.providers.openai_route`, resolved once per model and
 connection), OpenProgram sends and reads it (:mod:`openprogram.providers.openai_http`);
-``OPENPROGRAM_OPENAI_TRANSPORT=litellm`` and every other provider use litellm's
-``acompletion``, its reply read by :mod:`openprogram.providers.openai_stream`.
+``OPENPROGRAM_OPENAI_TRANSPORT=litellm`` and every other provider use litellm end to
+end: its ``acompletion``, its reply read through its own stream wrapper.
 """
 
 from __future__ import annotations
@@ -29,12 +29,7 @@ from openprogram.agent.types import AgentTool, Message, ToolCall
 from openprogram.providers._litellm_setup import load_litellm_async
 from openprogram.providers.offline import offline_stream
 from openprogram.providers.openai_route import OpenAIRoute, openai_route
-from openprogram.providers.openai_stream import (
-    ChunkAssembler,
-    litellm_stream_texts,
-    openai_http_response,
-    openai_stream_texts,
-)
+from openprogram.providers.openai_stream import ChunkAssembler, litellm_stream_texts
 from openprogram.providers.retry import (
     MAX_RETRY_AFTER,
     ProviderError,
@@ -278,13 +273,7 @@ def _litellm_call(litellm: Any, kwargs: dict[str, Any], race: _CancelRace) -> _S
         finished, response = await race.run(litellm.acompletion(**kwargs))
         if not finished:
             return None
-        http = openai_http_response(response)
-        texts = (
-            openai_stream_texts(http, assembler)
-            if http is not None
-            else litellm_stream_texts(response, assembler)
-        )
-        return race.stream(texts)
+        return race.stream(litellm_stream_texts(response, assembler))
 
     return start
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 
 from openprogram.agent.types import AgentTool, Message
 from openprogram.providers import ProviderError, stream_chat
 from openprogram.providers._litellm_setup import load_litellm
-from openprogram.providers.openai_route import openai_route
+from openprogram.providers.openai_route import fallback_reasons, openai_route
 from tests.component.agent.conftest import FAKE_MODEL, FAST_RETRY
 from tests.component.agent.http_doubles import ScriptedHTTPServer, raw_response
 from tests.fakes.openai_server import text_reply
@@ -76,6 +77,44 @@ def test_openai_calls_get_our_route_once_and_other_models_stay_on_litellm(monkey
     monkeypatch.setenv("OPENPROGRAM_OPENAI_TRANSPORT", "curl")
     with pytest.raises(ValueError, match="OPENPROGRAM_OPENAI_TRANSPORT"):
         route("openai/served-model")
+
+
+def test_a_fall_back_to_litellm_is_warned_once_per_model_and_reason(monkeypatch, caplog):
+    monkeypatch.delenv("OPENPROGRAM_OPENAI_TRANSPORT", raising=False)
+    litellm = load_litellm()
+    base = "http://127.0.0.1:9/v1"
+
+    def route(model, key="k"):
+        # A fresh key each time: the route cache must not be what keeps warnings to one.
+        return openai_route(litellm, model, api_base=base + f"?{key}", api_key=key)
+
+    with caplog.at_level(logging.WARNING, logger="openprogram.providers.openai_route"):
+        for key in ("k1", "k2", "k3"):
+            assert route("openai/o4-mini", key) is None
+        assert route("anthropic/claude-warned-once") is None
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2, warned
+    assert "'openai/o4-mini'" in warned[0] and "rewrites its requests" in warned[0]
+    assert "'anthropic/claude-warned-once'" in warned[1] and "'anthropic'" in warned[1]
+    assert ("openai/o4-mini", warned[0].split(": ", 1)[1]) in fallback_reasons()
+
+
+def test_a_litellm_that_moved_what_is_asked_of_it_is_warned_and_litellm_sends(monkeypatch, caplog):
+    monkeypatch.delenv("OPENPROGRAM_OPENAI_TRANSPORT", raising=False)
+    litellm = load_litellm()
+
+    def moved(*args, **kwargs):
+        raise AttributeError("module 'litellm' has no attribute 'get_llm_provider'")
+
+    monkeypatch.setattr(litellm, "get_llm_provider", moved)
+    with caplog.at_level(logging.WARNING, logger="openprogram.providers.openai_route"):
+        route = openai_route(
+            litellm, "openai/moved-model", api_base="http://127.0.0.1:9/v1", api_key="k"
+        )
+    assert route is None
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "'openai/moved-model'" in warning
+    assert "litellm could not be asked for the route (AttributeError" in warning
 
 
 async def test_a_misspelt_transport_setting_fails_the_call_readably(fake_openai, monkeypatch):

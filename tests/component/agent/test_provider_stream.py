@@ -1,8 +1,8 @@
 """Reading a model's stream against the real fake OpenAI server.
 
 ``openai/`` models (OpenAI-compatible servers) are sent and read by OpenProgram (or, with
-``OPENPROGRAM_OPENAI_TRANSPORT=litellm``, sent by litellm and read by our SSE parser);
-other providers (here ``hosted_vllm/``, same wire) go through litellm's stream wrapper.
+``OPENPROGRAM_OPENAI_TRANSPORT=litellm``, by litellm end to end); other providers (here
+``hosted_vllm/``, same wire) go through litellm and its stream wrapper.
 All must give the same text, tool calls, finish reason and usage, and fail the same way.
 test_provider_transports.py runs the full matrix over both transports.
 """
@@ -71,24 +71,28 @@ async def test_both_paths_give_the_same_text_tool_calls_finish_and_exact_usage(f
     assert fake_openai.requests[0]["stream_options"] == {"include_usage": True}
 
 
-async def test_an_openai_stream_sent_by_litellm_is_read_without_its_per_chunk_wrapper(
+async def test_an_openai_stream_sent_by_litellm_is_read_through_litellm_end_to_end(
     fake_openai, monkeypatch
 ):
     from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
     monkeypatch.setenv("OPENPROGRAM_OPENAI_TRANSPORT", "litellm")
+    read_by_litellm = []
+    real = CustomStreamWrapper.__anext__
 
-    def refuse(self):
-        raise AssertionError("litellm's stream wrapper was iterated")
+    async def spy(self):
+        chunk = await real(self)
+        read_by_litellm.append(chunk)
+        return chunk
 
-    monkeypatch.setattr(CustomStreamWrapper, "__anext__", refuse)
-    fake_openai.script(text_reply("read by our own parser"))
+    monkeypatch.setattr(CustomStreamWrapper, "__anext__", spy)
+    fake_openai.script(text_reply("read by litellm"))
 
     deltas, error = await _collect()
 
     assert error is None
-    assert "".join(d.text for d in deltas) == "read by our own parser"
-    assert deltas[-1].done
+    assert "".join(d.text for d in deltas) == "read by litellm"
+    assert deltas[-1].done and read_by_litellm
 
 
 @pytest.mark.parametrize("model", [FAKE_MODEL, WRAPPED_MODEL])

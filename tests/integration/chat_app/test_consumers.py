@@ -15,8 +15,8 @@ from chat_app.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from chat_app.models import Run, RunEvent, ToolCallRecord
 from chat_app.turns import active_turn, control_group
 from openprogram.providers.offline import CHUNK_CHARS
+from openprogram_site.daphne_patches import CLOSE_TOO_LARGE
 from openprogram_site.origins import CLOSE_FOREIGN_ORIGIN
-from openprogram_site.ws_limits import CLOSE_TOO_LARGE
 from tests.integration.chat_app.conftest import close_code, of_type, open_socket, receive_until
 
 pytestmark = [

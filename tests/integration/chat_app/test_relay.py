@@ -149,40 +149,78 @@ async def test_text_streamed_at_a_models_pace_shares_frames_and_waits_for_its_wi
         assert received >= sent_at[before[-1]] + wide_window
 
 
-async def _direct_tabs(group: str, count: int) -> list[list[dict]]:
-    """``count`` tabs of ``group`` that take its messages as calls; each collects them."""
-    layer = get_channel_layer()
-    tabs: list[list[dict]] = []
-    for _ in range(count):
-        got: list[dict] = []
-        channel = await layer.new_channel()
-        await layer.group_add(group, channel)
+class _Tabs:
+    """Open tabs as Channels delivers to them: each a channel of the real layer, joined to
+    a group, with a task receiving its messages into a list (a consumer's receive loop)."""
 
-        async def collect(message, got=got):
-            got.append(message)
+    def __init__(self) -> None:
+        self.layer = get_channel_layer()
+        self._channels: list[str] = []
+        self._tasks: list[asyncio.Task] = []
 
-        await layer.receive_directly(channel, collect)
-        tabs.append(got)
-    return tabs
+    async def open(self, group: str, count: int = 1) -> list[list[dict]]:
+        tabs: list[list[dict]] = []
+        for _ in range(count):
+            got: list[dict] = []
+            channel = await self.layer.new_channel()
+            await self.layer.group_add(group, channel)
+            self._channels.append(channel)
+            self._tasks.append(asyncio.create_task(self._receive(channel, got)))
+            tabs.append(got)
+        await self.delivered()  # every receiver waits on its channel
+        return tabs
+
+    async def _receive(self, channel: str, got: list[dict]) -> None:
+        while True:
+            got.append(await self.layer.receive(channel))
+
+    async def delivered(self) -> None:
+        """Wait until every message sent to the tabs so far is in their lists."""
+        async with asyncio.timeout(60):
+            while any(not self.layer.channels.get(c, _EMPTY).empty() for c in self._channels):
+                await asyncio.sleep(0)
+            await asyncio.sleep(0)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-async def test_a_step_is_json_encoded_once_for_every_tab():
-    first_tab, second_tab = await _direct_tabs("relay.once", 2)
+_EMPTY = asyncio.Queue()
+
+
+@pytest.fixture
+async def tabs():
+    opened = _Tabs()
+    yield opened
+    await opened.close()
+
+
+async def test_a_step_is_json_encoded_once_for_every_tab(tabs, monkeypatch):
+    first_tab, second_tab = await tabs.open("relay.once", 2)
     step = [{"type": "tool_call_started", "call_id": "c1", "name": "todo_read", "seq": 4}]
+    encoded: list[dict] = []
+    monkeypatch.setattr(
+        relay_module, "event_frame", lambda event: encoded.append(event) or event_frame(event)
+    )
 
     await GroupRelay("relay.once").send(*step)
+    await tabs.delivered()
 
-    assert first_tab[0]["frames"] is second_tab[0]["frames"]
+    assert encoded == step  # once, whatever the number of tabs
+    assert first_tab[0]["frames"] == second_tab[0]["frames"]
     assert [json.loads(frame) for frame in first_tab[0]["frames"]] == step
 
 
-async def test_the_first_piece_after_any_other_event_goes_out_at_once(wide_window):
-    [tab] = await _direct_tabs("relay.first", 1)
+async def test_the_first_piece_after_any_other_event_goes_out_at_once(wide_window, tabs):
+    [tab] = await tabs.open("relay.first")
     relay = GroupRelay("relay.first")
 
     await relay.send({"type": "text_delta", "text": "a"})  # opens a window
     await relay.send({"type": "model_call", "step": 1})
     await relay.send({"type": "text_delta", "text": "b"})  # a new model call's first text
+    await tabs.delivered()
 
     assert [_events(message) for message in tab] == [
         [{"type": "text_delta", "text": "a"}],
@@ -191,12 +229,13 @@ async def test_the_first_piece_after_any_other_event_goes_out_at_once(wide_windo
     ]
 
 
-async def test_pieces_inside_the_window_wait_and_go_out_merged_when_it_closes(wide_window):
-    [tab] = await _direct_tabs("relay.window", 1)
+async def test_pieces_inside_the_window_wait_and_go_out_merged_when_it_closes(wide_window, tabs):
+    [tab] = await tabs.open("relay.window")
     relay = GroupRelay("relay.window")
 
     for seq, piece in enumerate(("a", "b", "c"), start=1):
         await relay.send({"type": "text_delta", "text": piece, "seq": seq})
+    await tabs.delivered()
     assert [_events(message) for message in tab] == [
         [{"type": "text_delta", "text": "a", "seq": 1}]
     ]
@@ -210,13 +249,14 @@ async def test_pieces_inside_the_window_wait_and_go_out_merged_when_it_closes(wi
     ]
 
 
-async def test_an_event_after_waiting_pieces_sends_them_first_in_order(wide_window):
-    [tab] = await _direct_tabs("relay.order", 1)
+async def test_an_event_after_waiting_pieces_sends_them_first_in_order(wide_window, tabs):
+    [tab] = await tabs.open("relay.order")
     relay = GroupRelay("relay.order")
 
     await relay.send({"type": "text_delta", "text": "a"})
     await relay.send({"type": "text_delta", "text": "b"})  # waits in the window
     await relay.send({"type": "turn_finished", "stop_reason": "completed"})
+    await tabs.delivered()
 
     assert [_events(message) for message in tab] == [
         [{"type": "text_delta", "text": "a"}],
@@ -261,10 +301,10 @@ def test_frames_of_other_shapes_are_their_events_as_json():
     assert [json.loads(event_frame(event)) for event in events] == events
 
 
-async def test_windows_of_many_turns_closing_together_each_send_their_own_pieces(wide_window):
+async def test_windows_of_many_turns_closing_together_each_send_their_own_pieces(wide_window, tabs):
     """Windows opened in one turn of the loop share a timer; each sends what it holds."""
     groups = [f"relay.many.{i}" for i in range(20)]
-    tabs = [(await _direct_tabs(group, 1))[0] for group in groups]
+    opened = [(await tabs.open(group))[0] for group in groups]
     relays = [GroupRelay(group) for group in groups]
 
     for i, relay in enumerate(relays):
@@ -272,12 +312,13 @@ async def test_windows_of_many_turns_closing_together_each_send_their_own_pieces
     for i, relay in enumerate(relays):
         await relay.send({"type": "text_delta", "text": f"{i}b", "seq": 2})  # wait
         await relay.send({"type": "text_delta", "text": f"{i}c", "seq": 3})
-    assert all(len(tab) == 1 for tab in tabs)
+    await tabs.delivered()
+    assert all(len(tab) == 1 for tab in opened)
 
     async with asyncio.timeout(60):
-        while any(len(tab) < 2 for tab in tabs):
+        while any(len(tab) < 2 for tab in opened):
             await asyncio.sleep(wide_window / 4)
-    for i, tab in enumerate(tabs):
+    for i, tab in enumerate(opened):
         assert [_events(message) for message in tab] == [
             [{"type": "text_delta", "text": f"{i}a", "seq": 1}],
             [
@@ -292,9 +333,9 @@ async def test_windows_of_many_turns_closing_together_each_send_their_own_pieces
 
 
 async def test_a_window_closed_early_by_another_event_is_not_closed_again_by_its_timer(
-    monkeypatch,
+    monkeypatch, tabs
 ):
-    [tab] = await _direct_tabs("relay.reopened", 1)
+    [tab] = await tabs.open("relay.reopened")
     relay = GroupRelay("relay.reopened")
     loop = asyncio.get_running_loop()
 
@@ -309,9 +350,11 @@ async def test_a_window_closed_early_by_another_event_is_not_closed_again_by_its
     after_first_timer = loop.create_future()  # timers go off in time order
     loop.call_at(first_closes_at + 0.01, after_first_timer.set_result, None)
     await asyncio.wait_for(after_first_timer, timeout=60)
+    await tabs.delivered()
 
     assert len(tab) == 3  # "d" still waits: the first window's timer left the second alone
     await relay.send({"type": "turn_finished", "stop_reason": "completed", "seq": 6})
+    await tabs.delivered()
     assert [_events(message) for message in tab][3:] == [
         [
             {"type": "text_delta", "text": "d", "seq": 5},
@@ -320,51 +363,40 @@ async def test_a_window_closed_early_by_another_event_is_not_closed_again_by_its
     ]
 
 
-async def test_a_tab_that_waits_while_a_window_closes_still_gets_everything_in_order(
-    wide_window,
+async def test_an_event_sent_while_a_windows_send_task_is_pending_goes_out_after_its_pieces(
+    wide_window, tabs
 ):
-    """A window closes in its timer's callback; if a tab's delivery has to wait, the rest
-    of the send finishes in a task and later events queue behind it."""
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    await layer.group_add("relay.slow", channel)
-    gate = asyncio.Event()
-    got: list[list[dict]] = []
-
-    async def slow_tab(message):
-        if len(got) == 1:  # the window's message: this tab is slow to take it
-            await gate.wait()
-        got.append(_events(message))
-
-    await layer.receive_directly(channel, slow_tab)
-    relay = GroupRelay("relay.slow")
+    """A window closes in a task its timer starts; an event that arrives before that task
+    ran sends the window's pieces first, and the task then finds nothing left."""
+    [tab] = await tabs.open("relay.pending")
+    relay = GroupRelay("relay.pending")
     await relay.send({"type": "text_delta", "text": "a", "seq": 1})
     await relay.send({"type": "text_delta", "text": "b", "seq": 2})  # waits in the window
     async with asyncio.timeout(60):
-        while relay._flushing is None:  # the window closed; its send waits for the tab
-            await asyncio.sleep(wide_window / 4)
-    later = asyncio.create_task(relay.send({"type": "turn_finished", "stop_reason": "completed"}))
-    await asyncio.sleep(0)
-    assert got == [[{"type": "text_delta", "text": "a", "seq": 1}]]
-    gate.set()
-    await asyncio.wait_for(later, timeout=60)
+        while relay._flushing is None:  # the timer went off and started the window's task
+            await asyncio.sleep(0)
+    await relay.send({"type": "turn_finished", "stop_reason": "completed", "seq": 3})
+    await asyncio.wait_for(relay._flushing, timeout=60)
+    await tabs.delivered()
 
-    assert got == [
-        [{"type": "text_delta", "text": "a", "seq": 1}],
-        [{"type": "text_delta", "text": "b", "seq": 2}],
-        [{"type": "turn_finished", "stop_reason": "completed"}],
+    events = [event for message in tab for event in _events(message)]
+    assert events == [
+        {"type": "text_delta", "text": "a", "seq": 1},
+        {"type": "text_delta", "text": "b", "seq": 2},
+        {"type": "turn_finished", "stop_reason": "completed", "seq": 3},
     ]
 
 
-async def test_a_piece_in_the_last_millisecond_of_its_window_goes_out_at_once(monkeypatch):
+async def test_a_piece_in_the_last_millisecond_of_its_window_goes_out_at_once(monkeypatch, tabs):
     """A window may close up to a millisecond early, so a piece arriving then does not
     wait alone for a timer."""
-    [tab] = await _direct_tabs("relay.last", 1)
+    [tab] = await tabs.open("relay.last")
     relay = GroupRelay("relay.last")
     monkeypatch.setattr(relay_module, "RELAY_WINDOW_SECONDS", relay_module._SHARED_TIMER_SECONDS)
     await relay.send({"type": "text_delta", "text": "a", "seq": 1})
     assert relay._window_until > 0  # a window is open, for at most the last millisecond
     await relay.send({"type": "text_delta", "text": "b", "seq": 2})
+    await tabs.delivered()
 
     assert [_events(message) for message in tab] == [
         [{"type": "text_delta", "text": "a", "seq": 1}],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from channels.layers import get_channel_layer
@@ -89,17 +90,24 @@ async def test_events_history_cannot_take_are_never_relayed_and_end_the_turn(ali
         await asyncio.wait_for(layer.receive(channel), timeout=0.3)
 
 
-async def _direct_tab(conversation: Conversation) -> list[dict]:
-    """An open tab of ``conversation`` whose frames are written as they are relayed."""
+_NOTHING_QUEUED = asyncio.Queue()
+
+
+async def _tab(conversation: Conversation) -> tuple[Any, str]:
+    """An open tab of ``conversation``: a channel of the real layer in its group."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(events_group(conversation.pk), channel)
+    return layer, channel
+
+
+async def _queued_frames(layer: Any, channel: str) -> list[dict]:
+    """The frames of every message waiting in the tab's channel (a receive per message,
+    none of which waits: each has its message already)."""
     frames: list[dict] = []
-
-    async def write(message):
+    while not layer.channels.get(channel, _NOTHING_QUEUED).empty():
+        message = await layer.receive(channel)
         frames.extend(json.loads(frame) for frame in message["frames"])
-
-    await layer.receive_directly(channel, write)
     return frames
 
 
@@ -115,18 +123,19 @@ def _collapsed(events: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
-async def test_a_streamed_piece_is_on_the_socket_when_emit_returns_and_in_history_after_a_flush(
+async def test_a_streamed_piece_is_in_the_tabs_channel_when_emit_returns_and_in_history_after_a_flush(
     alice,
 ):
     conversation = await Conversation.objects.acreate(owner=alice)
     run = await Run.objects.acreate(conversation=conversation, model="offline", status="running")
-    frames = await _direct_tab(conversation)
+    tab = await _tab(conversation)
     turn = ActiveTurn(
         conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
     )
 
     await turn.emit({"type": "text_delta", "text": "hello"})
 
+    frames = await _queued_frames(*tab)
     assert [(f["type"], f["text"], f["seq"]) for f in frames] == [("text_delta", "hello", 1)]
     await turn.flush()
     stored = [e.payload async for e in RunEvent.objects.filter(run=run).order_by("seq")]
@@ -136,7 +145,7 @@ async def test_a_streamed_piece_is_on_the_socket_when_emit_returns_and_in_histor
 async def test_history_and_the_socket_see_the_same_events_in_the_same_order(alice):
     conversation = await Conversation.objects.acreate(owner=alice)
     run = await Run.objects.acreate(conversation=conversation, model="offline", status="running")
-    frames = await _direct_tab(conversation)
+    tab = await _tab(conversation)
     turn = ActiveTurn(
         conversation_id=conversation.pk, owner_id=alice.pk, run_id=run.pk, request=None
     )
@@ -152,6 +161,7 @@ async def test_history_and_the_socket_see_the_same_events_in_the_same_order(alic
     for event in emitted:
         await turn.emit(event)
     await turn.flush()
+    frames = await _queued_frames(*tab)
 
     stored = [e async for e in RunEvent.objects.filter(run=run).order_by("seq")]
     history = [{"type": e.type, **e.payload} for e in stored]

@@ -1,0 +1,271 @@
+"""Every place OpenProgram relies on a private part of daphne, autobahn, Twisted or Channels.
+
+Nothing else in the tree touches a library's private attribute (ruff's ``SLF001`` is on,
+with a per-file exception for this module only). Each patch below says what it changes
+and why no public API does it. :func:`install` runs when ``openprogram_site.asgi`` is
+imported, in the daphne process before it listens: it first checks that every attribute
+the patches rely on is still there (:data:`RELIED_ON`) and refuses to start, naming the
+library and its version, when one is not. A release that keeps the names but changes
+their meaning is caught by the tests (``tests/integration/site/test_daphne_patches.py``,
+``test_trust_boundary.py``, ``test_request_body_limit.py``), which run against the locked
+versions; :data:`VERIFIED` lists the versions they passed on, and a test fails when
+``uv.lock`` holds another: re-verify this module, then add the version.
+
+The patches:
+
+- **Oversize WebSocket frames** (:func:`oversize_frames_answered`). daphne's own limit
+  (``--websocket-max-message-size``, 1 MB) is enforced inside autobahn, whose
+  ``_max_message_size_exceeded`` drops the TCP connection (``failByDrop``): the browser
+  sees 1006 and no reason. Replaced on daphne's protocol class, the client gets the
+  consumer's error frame and a close handshake with :data:`CLOSE_TOO_LARGE` (4413, as
+  HTTP's 413; an ASGI application may only close with 1000 or 3000-4999).
+- **Oversize HTTP bodies** (:func:`oversize_bodies_refused`). daphne (twisted.web) spools
+  a whole request body to a temporary file before the application sees a byte and has no
+  limit of its own, so anyone could fill the disk before login is checked. Three methods
+  of daphne's request class are wrapped: a declared ``Content-Length`` over the limit is
+  answered 413 when the headers arrive, a chunked body when it passes the limit; nothing
+  of it is kept.
+- **The in-memory channel layer's clean-up** (:class:`ThrottledCleanUp`). Channels'
+  ``InMemoryChannelLayer`` scans every channel and group for expired messages on each send
+  and receive (``_clean_expired``): O(sockets) per message. Here it runs at most once a
+  second (messages expire after 60 s). Offered upstream as
+  ``docs/decisions/upstream/channels-throttled-clean-up.md``; delete this when Channels
+  has it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import json
+import time
+from typing import Any
+
+__all__ = [
+    "CLOSE_TOO_LARGE",
+    "RELIED_ON",
+    "VERIFIED",
+    "PatchTargetMissing",
+    "ThrottledCleanUp",
+    "install",
+    "missing_targets",
+    "oversize_bodies_refused",
+    "oversize_frames_answered",
+    "too_large_frame",
+]
+
+VERIFIED: dict[str, tuple[str, ...]] = {
+    "daphne": ("4.2.3",),
+    "autobahn": ("26.11.1",),
+    "twisted": ("26.10.0",),
+    "channels": ("4.3.2",),
+}
+"""Versions this module's patches were checked on (its tests passed against them)."""
+
+RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    # library: (module, class, attributes): class attributes, or, for attributes set per
+    # instance, ``self.<name> =`` or the quoted name (autobahn's options, set with
+    # ``setattr`` from a list of names) in the source of the class or one of its bases.
+    "daphne": (
+        ("daphne.ws_protocol", "WebSocketProtocol", ("_max_message_size_exceeded",)),
+        ("daphne.http_protocol", "WebRequest", ("gotLength", "handleContentChunk", "process")),
+    ),
+    "autobahn": (
+        (
+            "autobahn.websocket.protocol",
+            "WebSocketProtocol",
+            (
+                "_max_message_size_exceeded",
+                "_fail_connection",
+                "sendMessage",
+                "STATE_OPEN",
+                "state",
+                "failedByMe",
+                "failByDrop",
+            ),
+        ),
+    ),
+    "twisted": (("twisted.web.http", "Request", ("content", "channel")),),
+    "channels": (("channels.layers", "InMemoryChannelLayer", ("_clean_expired",)),),
+}
+
+CLOSE_TOO_LARGE = 4413
+"""A frame over the size limit (the consumer's 64 KB or daphne's 1 MB)."""
+
+_CLEAN_EVERY_SECONDS = 1.0
+_BODY = b"Request body too large for this server.\n"
+
+
+class PatchTargetMissing(RuntimeError):
+    """A library no longer has what a patch here relies on: the server must not start."""
+
+
+def _has(cls: type, name: str) -> bool:
+    if hasattr(cls, name):
+        return True
+    for base in cls.__mro__:
+        try:
+            source = inspect.getsource(base)
+            if f"self.{name} =" in source or f'"{name}"' in source:
+                return True
+        except (OSError, TypeError):  # no source (a C type, ``object``)
+            continue
+    return False
+
+
+def missing_targets() -> list[str]:
+    """What :data:`RELIED_ON` names that the installed libraries lack, each with its
+    library and version (empty when all is there; a library not installed is skipped)."""
+    missing = []
+    for library, targets in RELIED_ON.items():
+        try:
+            version = importlib.metadata.version(library)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for module_name, class_name, names in targets:
+            where = f"{library} {version}: {module_name}.{class_name}"
+            try:
+                cls = getattr(importlib.import_module(module_name), class_name)
+            except (ImportError, AttributeError):
+                missing.append(f"{where} (not found)")
+                continue
+            missing.extend(f"{where}.{name}" for name in names if not _has(cls, name))
+    return missing
+
+
+def install(*, max_request_bytes: int) -> None:
+    """Check every target, then patch daphne (the channel layer uses its mixin itself)."""
+    missing = missing_targets()
+    if missing:
+        raise PatchTargetMissing(
+            "openprogram_site/daphne_patches.py relies on what these libraries no longer "
+            "have; re-verify it against them: " + "; ".join(missing)
+        )
+    oversize_frames_answered()
+    oversize_bodies_refused(max_request_bytes)
+
+
+# --- oversize WebSocket frames -------------------------------------------------------------
+
+
+def too_large_frame(*, size: int, limit: int) -> dict[str, Any]:
+    """The error frame sent before closing a socket that sent an oversize frame."""
+    return {
+        "type": "error",
+        "kind": "too_large",
+        "message": f"a frame of {size} bytes is over the {limit}-byte limit; "
+        "the connection closes (code 4413)",
+    }
+
+
+def _answer_then_close(self: Any, msg_size: int, max_msg_size: int, reason: str) -> None:
+    if self.state == self.STATE_OPEN and not self.failedByMe:
+        frame = too_large_frame(size=msg_size, limit=max_msg_size)
+        self.sendMessage(json.dumps(frame).encode(), isBinary=False)
+    # A close handshake rather than autobahn's default abort of the TCP connection.
+    self.failByDrop = False
+    self._fail_connection(CLOSE_TOO_LARGE, "frame too large")
+
+
+def oversize_frames_answered() -> None:
+    """Make daphne answer frames over its size limit (idempotent; no-op without daphne)."""
+    try:
+        from daphne.ws_protocol import WebSocketProtocol
+    except ImportError:  # served by another ASGI server: its own limits apply
+        return
+    WebSocketProtocol._max_message_size_exceeded = _answer_then_close
+
+
+# --- oversize HTTP bodies ------------------------------------------------------------------
+
+
+class _Discard:
+    """Stands in for the body file of a refused request: bytes still in flight go nowhere."""
+
+    closed = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def seek(self, *args: Any) -> int:
+        return 0
+
+    def read(self, *args: Any) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _refuse(request: Any) -> None:
+    request._body_refused = True
+    request.content = _Discard()
+    transport = request.channel.transport if request.channel is not None else None
+    if transport is None:
+        return
+    transport.write(
+        b"HTTP/1.1 413 Payload Too Large\r\n"
+        b"Content-Type: text/plain; charset=utf-8\r\n"
+        b"Content-Length: " + str(len(_BODY)).encode() + b"\r\n"
+        b"Connection: close\r\n\r\n" + _BODY
+    )
+    transport.loseConnection()
+
+
+def oversize_bodies_refused(limit: int) -> None:
+    """Refuse request bodies over ``limit`` bytes in every daphne request from now on."""
+    try:
+        from daphne.http_protocol import WebRequest
+    except ImportError:  # served by another ASGI server: its own limits apply
+        return
+    if getattr(WebRequest, "_body_limit", None) is not None:
+        WebRequest._body_limit = limit
+        return
+    got_length = WebRequest.gotLength
+    content_chunk = WebRequest.handleContentChunk
+    process = WebRequest.process
+
+    def gotLength(self: Any, length: int | None) -> None:
+        self._body_bytes = 0
+        if length is not None and length > WebRequest._body_limit:
+            _refuse(self)
+            return
+        got_length(self, length)
+
+    def handleContentChunk(self: Any, data: bytes) -> None:
+        if getattr(self, "_body_refused", False):
+            return
+        self._body_bytes = getattr(self, "_body_bytes", 0) + len(data)
+        if self._body_bytes > WebRequest._body_limit:
+            self.content.close()  # the spooled part is dropped with its file
+            _refuse(self)
+            return
+        content_chunk(self, data)
+
+    def guarded_process(self: Any) -> None:
+        if getattr(self, "_body_refused", False):
+            return  # answered already; the application never sees it
+        process(self)
+
+    WebRequest._body_limit = limit
+    WebRequest.gotLength = gotLength
+    WebRequest.handleContentChunk = handleContentChunk
+    WebRequest.process = guarded_process
+
+
+# --- the in-memory channel layer's clean-up ------------------------------------------------
+
+
+class ThrottledCleanUp:
+    """Mixed in before ``InMemoryChannelLayer``: its scan for expired messages and
+    memberships runs at most once every :data:`_CLEAN_EVERY_SECONDS` instead of on every
+    send and receive."""
+
+    _cleaned_at = float("-inf")
+
+    def _clean_expired(self) -> None:
+        now = time.monotonic()
+        if now - self._cleaned_at < _CLEAN_EVERY_SECONDS:
+            return
+        self._cleaned_at = now
+        super()._clean_expired()  # type: ignore[misc]
