@@ -50,14 +50,16 @@ def sso(tmp_path_factory):
         f"U.objects.create_superuser('root', email='root@example.com', password={PASSWORD!r});"
         f"U.objects.create_user('hana', email='Hana@Example.com', password={PASSWORD!r})"
     )
-    provider.start(
-        redirect_uri=f"{server.url}/login/sso/callback/",
-        post_logout_redirect_uri=f"{server.url}/login/",
-    )
-    server.start()
-    yield server, provider
-    server.stop()
-    provider.stop()
+    try:
+        provider.start(
+            redirect_uri=f"{server.url}/login/sso/callback/",
+            post_logout_redirect_uri=f"{server.url}/login/",
+        )
+        server.start()
+        yield server, provider
+    finally:
+        server.stop()
+        provider.stop()
 
 
 def _account(login: str, *, groups=(), email=None, verified=True, **extra):

@@ -6,8 +6,11 @@ here each rule is pinned down on its own, edge cases included.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.contrib.auth.models import Group, User
+from django.db import connection
 
 from accounts.models import SsoIdentity
 from accounts.sso_accounts import sso_account_resolve, sso_groups_sync
@@ -153,3 +156,36 @@ def test_no_mapping_means_groups_are_not_managed(alice, sso_settings):
     alice.groups.add(Group.objects.create(name="Engineers"))
     sso_groups_sync(user=alice, claims={"groups": []})
     assert list(alice.groups.values_list("name", flat=True)) == ["Engineers"]
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="the test database of SQLite is in memory: it locks tables instead of waiting",
+)
+@pytest.mark.django_db(transaction=True)
+def test_two_first_sign_ons_of_one_person_at_once_make_one_account():
+    barrier = threading.Barrier(4)
+    users: list[int] = []
+    errors: list[BaseException] = []
+
+    def sign_on() -> None:
+        try:
+            barrier.wait()
+            user = sso_account_resolve(
+                issuer=ISSUER, claims=_claims(sub="s-race", preferred_username="racer")
+            )
+            users.append(user.pk)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=sign_on) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(users)) == 1 and len(users) == 4
+    assert SsoIdentity.objects.filter(subject="s-race").count() == 1
+    assert User.objects.filter(username__startswith="racer").count() == 1
