@@ -7,10 +7,10 @@ Contract of :func:`attachment_save`:
    no other user's turn does).
 2. The name is reduced to its last component and to letters, digits, ``._-`` and spaces;
    an existing file is never overwritten (``name-1.ext``, ``name-2.ext``…).
-3. ``uploads`` is resolved with ``openprogram.security.paths`` (a symlink a tool planted
-   there cannot send the file outside the workspace), then opened once with
-   ``O_NOFOLLOW | O_DIRECTORY``, and the file is created inside that open directory with
-   ``O_EXCL | O_NOFOLLOW``: swapping ``uploads`` for a symlink after the check changes
+3. ``uploads`` is made and opened relative to the workspace's descriptor through
+   ``openprogram.security.workspace_fs`` (no symlink followed: a symlinked ``uploads`` is
+   refused with 409), and the file is created inside that open directory with
+   ``O_EXCL | O_NOFOLLOW``: swapping ``uploads`` for a symlink at any moment changes
    nothing.
 4. Over ``CHAT_ATTACHMENT_MAX_BYTES`` for the file, or over ``CHAT_UPLOADS_MAX_BYTES``
    for everything in ``uploads``: refused with 413, nothing kept. The new file is
@@ -30,7 +30,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from chat_app.selectors import workspace_for
-from openprogram.security.paths import PathOutsideWorkspace, resolve_in_workspace
+from openprogram.security.workspace_fs import list_directory, open_directory, open_root
 from openprogram_site.api_errors import ConflictError, DomainError
 
 __all__ = ["UPLOADS_DIR", "AttachmentTooLarge", "SavedAttachment", "attachment_save"]
@@ -59,8 +59,26 @@ def _clean_name(name: str) -> str:
     return base or "file"
 
 
-def _uploads_used(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file() and not p.is_symlink())
+def _uploads_used(directory_fd: int) -> int:
+    return sum(
+        entry.stat(follow_symlinks=False).st_size
+        for entry in list_directory(directory_fd)
+        if entry.is_file(follow_symlinks=False)
+    )
+
+
+def _open_uploads(workspace: Path) -> int:
+    """``uploads/`` of the workspace, made when missing, open for listing (contract 3)."""
+    try:
+        root = open_root(workspace)
+        try:
+            return open_directory(
+                root, (UPLOADS_DIR,), user_path=UPLOADS_DIR, create=True, mode=0o700, readable=True
+            )
+        finally:
+            os.close(root)
+    except OSError as exc:  # a symlink or a file named "uploads", say
+        raise ConflictError(f"{UPLOADS_DIR} in your workspace is not usable: {exc}") from exc
 
 
 def _create_exclusive(directory_fd: int, name: str) -> tuple[str, int]:
@@ -83,20 +101,8 @@ def attachment_save(
     limit = settings.CHAT_ATTACHMENT_MAX_BYTES
     if size > limit:
         raise AttachmentTooLarge(f"the file is {size} bytes; attachments may be {limit} at most")
-    workspace = workspace_for(user=user)
-    try:
-        directory = resolve_in_workspace(workspace, UPLOADS_DIR)
-    except PathOutsideWorkspace as exc:
-        raise ConflictError(f"{UPLOADS_DIR}/ in your workspace is not usable: {exc}") from exc
-    try:
-        directory.mkdir(mode=0o700, exist_ok=True)
-    except OSError as exc:  # a file named "uploads", say
-        raise ConflictError(f"{UPLOADS_DIR} in your workspace is not usable: {exc}") from exc
+    directory_fd = _open_uploads(workspace_for(user=user))
     total = settings.CHAT_UPLOADS_MAX_BYTES
-    try:
-        directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise ConflictError(f"{UPLOADS_DIR} in your workspace is not usable: {exc}") from exc
     try:
         saved, fd = _create_exclusive(directory_fd, _clean_name(name))
         written = 0
@@ -105,7 +111,7 @@ def attachment_save(
                 # Reserve the announced size first (a sparse file): a concurrent upload's
                 # total now includes this one, as this one's includes it (contract 4).
                 out.truncate(size)
-                if _uploads_used(directory) > total:
+                if _uploads_used(directory_fd) > total:
                     raise AttachmentTooLarge(
                         f"your {UPLOADS_DIR}/ folder would exceed {total} bytes; "
                         "delete older files first"

@@ -1,12 +1,11 @@
-"""Security helpers the built-in tools share: workspace confinement and URL safety."""
+"""Security helpers the built-in tools share: workspace file access and URL safety."""
 
-from openprogram.security.paths import PathOutsideWorkspace, resolve_in_workspace
 from openprogram.security.urls import UnsafeURL, check_url, resolve_public_addresses
+from openprogram.security.workspace_fs import WorkspacePathRefused
 
 __all__ = [
-    "PathOutsideWorkspace",
     "UnsafeURL",
+    "WorkspacePathRefused",
     "check_url",
-    "resolve_in_workspace",
     "resolve_public_addresses",
 ]

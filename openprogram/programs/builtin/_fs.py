@@ -1,81 +1,38 @@
-"""Helpers the file tools share: the confined path, how paths are shown, text sniffing."""
+"""Helpers the file tools share: the workspace's descriptor, text sniffing, glob patterns.
+
+Every workspace path is opened through :mod:`openprogram.security.workspace_fs`.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import contextmanager
 
-from openprogram.security.paths import resolve_in_workspace, resolve_workspace_root
+from openprogram.security.workspace_fs import open_root
 from openprogram.workspace import current_workspace
 
-__all__ = [
-    "SKIPPED_DIRS",
-    "compile_glob",
-    "display",
-    "is_binary",
-    "looks_binary",
-    "walk_files",
-    "workspace_path",
-    "workspace_root",
-]
+__all__ = ["SKIPPED_DIRS", "compile_glob", "looks_binary", "workspace_fd"]
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
 """Directories the search tools do not descend into (noise, and often huge)."""
-_SNIFF_BYTES = 8192
+SNIFF_BYTES = 8192
 
 
-def workspace_root() -> Path:
-    return resolve_workspace_root(current_workspace())
-
-
-def workspace_path(user_path: str, *, must_exist: bool = False) -> Path:
-    """``user_path`` confined to the current workspace (see security/paths.py)."""
-    return resolve_in_workspace(current_workspace(), user_path, must_exist=must_exist)
-
-
-def display(path: Path, root: Path) -> str:
-    """A path as the model should write it back: relative to the workspace root."""
+@contextmanager
+def workspace_fd() -> Iterator[int]:
+    """The current workspace's root descriptor, for the length of one tool call."""
+    fd = open_root(current_workspace())
     try:
-        relative = path.relative_to(root)
-    except ValueError:
-        return str(path)
-    return "." if relative == Path() else relative.as_posix()
+        yield fd
+    finally:
+        os.close(fd)
 
 
-def looks_binary(head: bytes) -> bool:
-    return b"\x00" in head
-
-
-def is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return looks_binary(handle.read(_SNIFF_BYTES))
-
-
-def walk_files(base: Path, root: Path) -> Iterator[Path]:
-    """Regular files under ``base`` in sorted order, never leaving ``root``.
-
-    Symlinked directories are not descended into; a symlinked file is yielded only
-    when its target is inside the workspace.
-    """
-    if base.is_file():
-        yield base
-        return
-    for directory, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        for name in sorted(filenames):
-            path = Path(directory, name)
-            if path.is_symlink():
-                try:
-                    target = path.resolve(strict=True)
-                except (OSError, RuntimeError):
-                    continue
-                if not target.is_relative_to(root) or not target.is_file():
-                    continue
-            elif not path.is_file():
-                continue
-            yield path
+def looks_binary(fd: int) -> bool:
+    """Whether the open file's first bytes hold a NUL (its offset is left where it was)."""
+    return b"\x00" in os.pread(fd, SNIFF_BYTES, 0)
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:

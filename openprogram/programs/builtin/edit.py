@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from openprogram.programs.builtin._fs import display, workspace_path, workspace_root
+import os
+import stat
+
+from openprogram.programs.builtin._fs import workspace_fd
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
+from openprogram.security.workspace_fs import (
+    open_node,
+    open_parent,
+    path_parts,
+    refuse_hard_links,
+    replace_file,
+    shown_path,
+)
 
 __all__ = ["edit"]
 
@@ -34,18 +45,39 @@ def edit(path: str, old_string: str, new_string: str, replace_all: bool = False)
         raise EditFailed("old_string is empty; give the exact text to replace")
     if old_string == new_string:
         raise EditFailed("old_string and new_string are identical; nothing would change")
-    root = workspace_root()
-    target = workspace_path(path, must_exist=True)
-    if target.is_dir():
-        raise IsADirectoryError(f"{path!r} is a directory; give a file path to edit")
-    if not target.is_file():
-        raise EditFailed(f"{path!r} is not a regular file; edit changes regular files only")
+    parts = path_parts(path)
+    if not parts:
+        raise IsADirectoryError(f"{path!r} is the workspace itself; give a file path to edit")
+    with workspace_fd() as root:
+        directory = open_parent(root, parts, user_path=path, create=False)
+        try:
+            return _edit_in(directory, parts, path, old_string, new_string, replace_all)
+        finally:
+            os.close(directory)
+
+
+def _edit_in(
+    directory: int,
+    parts: tuple[str, ...],
+    path: str,
+    old_string: str,
+    new_string: str,
+    replace_all: bool,
+) -> ToolReturn:
+    """The edit, on the file opened once in its directory's descriptor."""
+    fd, st = open_node(directory, parts[-1:], user_path=path, prefix=parts[:-1])
     try:
-        # newline="" keeps the file's own line endings (\r\n stays \r\n).
-        with target.open("r", encoding="utf-8", newline="") as handle:
-            text = handle.read()
-    except UnicodeDecodeError:
-        raise EditFailed(f"{path!r} is not UTF-8 text; edit changes text files only") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(f"{path!r} is a directory; give a file path to edit")
+        refuse_hard_links(st, user_path=path)
+        try:
+            # newline="" keeps the file's own line endings (\r\n stays \r\n).
+            with open(fd, encoding="utf-8", newline="", closefd=False) as handle:
+                text = handle.read()
+        except UnicodeDecodeError:
+            raise EditFailed(f"{path!r} is not UTF-8 text; edit changes text files only") from None
+    finally:
+        os.close(fd)
     count = text.count(old_string)
     if count == 0:
         raise EditFailed(
@@ -63,9 +95,8 @@ def edit(path: str, old_string: str, new_string: str, replace_all: bool = False)
         if replace_all
         else text.replace(old_string, new_string, 1)
     )
-    with target.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(updated)
-    shown = display(target, root)
+    replace_file(directory, parts[-1], updated.encode("utf-8"), mode=st.st_mode)
+    shown = shown_path(parts)
     replaced = count if replace_all else 1
     return ToolReturn(
         f"Replaced {replaced} occurrence{'s' if replaced != 1 else ''} in {shown} "

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
-from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
 
-from openprogram.programs.builtin._fs import (
-    SKIPPED_DIRS,
-    compile_glob,
-    display,
-    workspace_path,
-    workspace_root,
-)
+from openprogram.programs.builtin._fs import SKIPPED_DIRS, compile_glob, workspace_fd
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
+from openprogram.security.workspace_fs import open_node, path_parts, shown_path, walk
 
 __all__ = ["glob"]
 
@@ -35,7 +30,7 @@ def glob(
     `*` and `?` match within one path segment, `**/` matches any number of directories,
     `[abc]` and `{py,md}` work too. So `*.py` finds Python files in that directory only,
     and `**/*.py` finds them at any depth. Results are sorted, directories end with `/`,
-    and at most `max_results` are returned. Symlinked directories are not followed, and
+    and at most `max_results` are returned. Symlinks are listed, never followed, and
     .git, node_modules, .venv and __pycache__ are skipped. Use grep to search inside files.
 
     Args:
@@ -44,26 +39,31 @@ def glob(
         max_results: Maximum number of paths to return.
     """
     matcher = compile_glob(pattern)
-    root = workspace_root()
-    base = workspace_path(path, must_exist=True)
-    if not base.is_dir():
-        raise NotADirectoryError(f"{path!r} is not a directory; glob searches directories")
+    parts = path_parts(path)
     matches: list[str] = []
-    for directory, dirnames, filenames in os.walk(base, followlinks=False):
-        if cancel is not None and cancel.is_set():
-            break  # the call timed out or was stopped; the runtime already answered
-        dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
-        relative_dir = Path(directory).relative_to(base)
-        for name, is_dir in [*((d, True) for d in dirnames), *((f, False) for f in filenames)]:
-            relative = (relative_dir / name).as_posix()
-            if matcher.match(relative):
-                shown = display(Path(directory, name), root)
-                matches.append(shown + "/" if is_dir else shown)
+    with workspace_fd() as root:
+        fd, st = open_node(root, parts, user_path=path)
+        try:
+            if not stat.S_ISDIR(st.st_mode):
+                raise NotADirectoryError(f"{path!r} is not a directory; glob searches directories")
+            for directory, _fd, entries in walk(root, parts, top_fd=fd, skip=SKIPPED_DIRS):
+                if cancel is not None and cancel.is_set():
+                    break  # the call timed out or was stopped; the runtime already answered
+                relative_dir = directory[len(parts) :]
+                for entry in entries:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if is_dir and entry.name in SKIPPED_DIRS:
+                        continue
+                    if matcher.match("/".join((*relative_dir, entry.name))):
+                        shown = shown_path((*directory, entry.name))
+                        matches.append(shown + "/" if is_dir else shown)
+        finally:
+            os.close(fd)
     matches.sort()
     total = len(matches)
     shown_matches = matches[:max_results]
     if not shown_matches:
-        text = f"No paths match {pattern!r} under {display(base, root)!r}."
+        text = f"No paths match {pattern!r} under {shown_path(parts)!r}."
     else:
         text = "\n".join(shown_matches)
         if total > max_results:

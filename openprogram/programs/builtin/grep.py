@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 from collections import deque
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import closing
 from typing import Annotated
 
 from pydantic import Field
 
-from openprogram.programs.builtin._fs import (
-    compile_glob,
-    display,
-    is_binary,
-    walk_files,
-    workspace_path,
-    workspace_root,
-)
+from openprogram.programs.builtin._fs import SKIPPED_DIRS, compile_glob, looks_binary, workspace_fd
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
+from openprogram.security.workspace_fs import open_node, path_parts, shown_path, walk
 
 __all__ = ["grep"]
 
@@ -46,14 +43,12 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " […]"
 
 
-def _search_file(
-    path: Path, shown: str, regex: re.Pattern[str], context: int, out: _Output
-) -> None:
+def _search_file(fd: int, shown: str, regex: re.Pattern[str], context: int, out: _Output) -> None:
     before: deque[tuple[int, str]] = deque(maxlen=context)
     after_left = 0
     last_printed = 0
     found = False
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
+    with open(fd, encoding="utf-8", errors="replace", closefd=False) as handle:
         for number, raw in enumerate(handle, start=1):
             line = raw.rstrip("\n")
             if regex.search(line) and not out.full:
@@ -80,6 +75,35 @@ def _search_file(
                 before.append((number, line))
 
 
+def _files(root: int, parts: tuple[str, ...], path: str) -> Iterator[tuple[int, str, str]]:
+    """``(open descriptor, path relative to the search base, path to show)`` of each
+    regular file to search, in sorted order; each descriptor is closed when the next
+    one is asked for. Symlinks and anything but regular files are skipped."""
+    fd, st = open_node(root, parts, user_path=path)
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            yield fd, parts[-1], shown_path(parts)
+            return
+        for directory, directory_fd, entries in walk(root, parts, top_fd=fd, skip=SKIPPED_DIRS):
+            for entry in entries:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                name = (*directory, entry.name)
+                try:
+                    file_fd, file_st = open_node(
+                        directory_fd, (entry.name,), user_path=shown_path(name), prefix=directory
+                    )
+                except (OSError, ValueError):
+                    continue  # replaced since it was listed (a symlink, a FIFO, gone)
+                try:
+                    if stat.S_ISREG(file_st.st_mode):
+                        yield file_fd, "/".join(name[len(parts) :]), shown_path(name)
+                finally:
+                    os.close(file_fd)
+    finally:
+        os.close(fd)
+
+
 @function(toolset=["fs", "fs_read"], timeout=60, label="Search files")
 def grep(
     pattern: str,
@@ -96,7 +120,7 @@ def grep(
     after shown as `path-line-text` and separate groups divided by `--`. Searches a file
     or a whole directory tree (default: the workspace root), optionally only files whose
     name matches `include` (a glob like "*.py", or "src/**/*.ts" for a path). Binary
-    files, files over 10 MB, symlinks leading outside the workspace, and .git,
+    files, files over 10 MB, symlinks (never followed), and .git,
     node_modules, .venv and __pycache__ are skipped. Stops after `max_matches` matches
     and says so; narrow the pattern or path to see the rest.
 
@@ -113,29 +137,28 @@ def grep(
     except re.error as exc:
         raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
     include_regex = compile_glob(include) if include else None
-    root = workspace_root()
-    base = workspace_path(path, must_exist=True)
+    parts = path_parts(path)
     out = _Output(max_matches)
     searched = 0
-    for file in walk_files(base, root):
-        if cancel is not None and cancel.is_set():
-            break
-        relative = file.relative_to(base).as_posix() if file != base else file.name
-        if include_regex is not None and not include_regex.match(
-            relative if "/" in (include or "") else file.name
-        ):
-            continue
-        try:
-            if file.stat().st_size > MAX_FILE_BYTES or is_binary(file):
+    with workspace_fd() as root, closing(_files(root, parts, path)) as files:
+        for fd, relative, shown in files:
+            if cancel is not None and cancel.is_set():
+                break
+            if include_regex is not None and not include_regex.match(
+                relative if "/" in (include or "") else relative.rpartition("/")[2]
+            ):
                 continue
-            searched += 1
-            _search_file(file, display(file, root), regex, context, out)
-        except OSError:
-            continue  # unreadable (permissions, vanished): skip it, keep searching
-        if out.full:
-            break
+            try:
+                if os.fstat(fd).st_size > MAX_FILE_BYTES or looks_binary(fd):
+                    continue
+                searched += 1
+                _search_file(fd, shown, regex, context, out)
+            except OSError:
+                continue  # unreadable (permissions, an I/O error): skip it, keep searching
+            if out.full:
+                break
     if not out.matches:
-        text = f"No matches for {pattern!r} in {searched:,} file(s) under {display(base, root)!r}."
+        text = f"No matches for {pattern!r} in {searched:,} file(s) under {shown_path(parts)!r}."
     else:
         text = "\n".join(out.lines)
         if out.full:

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import Annotated
 
 from pydantic import Field
 
-from openprogram.programs.builtin._fs import display, workspace_path, workspace_root
+from openprogram.programs.builtin._fs import workspace_fd
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
+from openprogram.security.workspace_fs import list_directory, open_node, path_parts, shown_path
 
 __all__ = ["list_dir"]
 
 
-def _describe(entry: os.DirEntry[str]) -> str:
+def _describe(directory: int, entry: os.DirEntry[str]) -> str:
     if entry.is_symlink():
-        return f"{entry.name} -> {os.readlink(entry.path)}"
+        try:
+            return f"{entry.name} -> {os.readlink(entry.name, dir_fd=directory)}"
+        except OSError:  # replaced since it was listed
+            return entry.name
     if entry.is_dir(follow_symlinks=False):
         return entry.name + "/"
     try:
@@ -33,7 +38,8 @@ def list_dir(
 ) -> ToolReturn:
     """List the entries of a directory in the workspace (not recursive).
 
-    Directories end with `/`, files show their size, symlinks show where they point.
+    Directories end with `/`, files show their size, symlinks show where they point
+    (the file tools do not follow symlinks; bash does).
     Entries are sorted by name, at most `max_entries` of them. The default lists the
     workspace root. Use glob to find files at any depth and read to open one.
 
@@ -41,14 +47,17 @@ def list_dir(
         path: Directory to list, relative to the workspace.
         max_entries: Maximum number of entries to return.
     """
-    root = workspace_root()
-    target = workspace_path(path, must_exist=True)
-    if not target.is_dir():
-        raise NotADirectoryError(f"{path!r} is a file, not a directory; use read to open it")
-    with os.scandir(target) as scan:
-        entries = sorted(scan, key=lambda entry: entry.name)
-    lines = [_describe(entry) for entry in entries[:max_entries]]
-    shown = display(target, root)
+    parts = path_parts(path)
+    with workspace_fd() as root:
+        fd, st = open_node(root, parts, user_path=path)
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(f"{path!r} is a file, not a directory; use read to open it")
+        entries = list_directory(fd)
+        lines = [_describe(fd, entry) for entry in entries[:max_entries]]
+    finally:
+        os.close(fd)
+    shown = shown_path(parts)
     if not lines:
         text = f"{shown!r} is empty."
     else:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from openprogram.programs.builtin._fs import display, workspace_path, workspace_root
+import os
+
+from openprogram.programs.builtin._fs import workspace_fd
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
+from openprogram.security.workspace_fs import (
+    existing_target,
+    open_parent,
+    path_parts,
+    replace_file,
+    shown_path,
+)
 
 __all__ = ["write"]
 
@@ -22,20 +31,21 @@ def write(path: str, content: str) -> ToolReturn:
         path: File to write, relative to the workspace.
         content: The complete new content of the file.
     """
-    root = workspace_root()
-    target = workspace_path(path)
-    if target == root or target.is_dir():
-        raise IsADirectoryError(f"{path!r} is a directory; give a file path to write")
-    existed = target.exists()
-    if existed and not target.is_file():
-        raise ValueError(f"{path!r} is not a regular file; write replaces regular files only")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    parts = path_parts(path)
+    if not parts:
+        raise IsADirectoryError(f"{path!r} is the workspace itself; give a file path to write")
     data = content.encode("utf-8")
-    target.write_bytes(data)
+    with workspace_fd() as root:
+        directory = open_parent(root, parts, user_path=path, create=True)
+        try:
+            existing = existing_target(directory, parts, user_path=path)
+            replace_file(directory, parts[-1], data, mode=existing.st_mode if existing else None)
+        finally:
+            os.close(directory)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    verb = "Overwrote" if existed else "Created"
-    shown = display(target, root)
+    verb = "Overwrote" if existing else "Created"
+    shown = shown_path(parts)
     return ToolReturn(
         f"{verb} {shown} ({len(data):,} bytes, {lines:,} lines).",
-        data={"path": shown, "bytes": len(data), "created": not existed},
+        data={"path": shown, "bytes": len(data), "created": existing is None},
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import threading
 
 import pytest
@@ -12,6 +14,8 @@ from django.test import Client
 from chat_app.attachments import AttachmentTooLarge, attachment_save
 from chat_app.selectors import workspace_for
 from openprogram import config
+from openprogram_site.api_errors import ConflictError
+from tests.swap_hook import swap_before_step
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_workspaces")]
 
@@ -140,3 +144,46 @@ def test_a_page_without_the_csrf_token_cannot_upload_with_alices_session(alice):
     )
     assert response.status_code == 403
     assert not (workspace_for(user=alice) / "uploads" / "x.txt").exists()
+
+
+@pytest.mark.parametrize("swapped", ["d", "uploads"])
+def test_a_directory_swapped_for_a_symlink_at_any_step_never_sends_the_file_outside(
+    alice, tmp_path_factory, swapped
+):
+    """The shell swaps a directory on the way to ``uploads`` (``uploads -> d/inner``, which
+    today's code refuses outright) or ``uploads`` itself for a symlink, before each step."""
+    outside = tmp_path_factory.mktemp("outside")
+    workspace = workspace_for(user=alice)
+    landed = outside / "inner" if swapped == "d" else outside
+
+    def reset() -> None:
+        for name in ("d", "moved", "uploads"):
+            path = workspace / name
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.exists():
+                shutil.rmtree(path)
+        if swapped == "d":
+            (workspace / "d" / "inner").mkdir(parents=True)
+            os.symlink("d/inner", workspace / "uploads")
+        else:
+            (workspace / "uploads").mkdir()
+        landed.mkdir(exist_ok=True)
+
+    def swap() -> None:
+        os.rename(workspace / swapped, workspace / "moved")
+        os.symlink(outside, workspace / swapped)
+
+    def save() -> None:
+        with contextlib.suppress(ConflictError):
+            attachment_save(user=alice, name="a.txt", size=1, chunks=[b"a"])
+
+    reset()
+    with swap_before_step(0, swap) as undisturbed:
+        save()
+    assert undisturbed.steps > 0
+    for step in range(1, undisturbed.steps + 2):
+        reset()
+        with swap_before_step(step, swap):
+            save()
+        assert list(landed.iterdir()) == [], step

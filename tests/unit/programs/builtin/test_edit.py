@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from openprogram.programs.builtin.edit import edit
 
 
@@ -63,3 +65,23 @@ async def test_it_refuses_non_utf8_files(turn, workspace, call):
     result = await call(edit, {"path": "latin.txt", "old_string": "caf", "new_string": "x"})
     assert result.is_error and "UTF-8" in result.content
     assert (workspace / "latin.txt").read_bytes() == b"caf\xe9"
+
+
+async def test_it_refuses_a_hard_linked_file(turn, workspace, call, tmp_path):
+    other = tmp_path / "other-name.txt"
+    other.write_text("a = 1\n")
+    os.link(other, workspace / "hard.py")
+    result = await call(edit, {"path": "hard.py", "old_string": "1", "new_string": "2"})
+    assert result.is_error and "2 hard links" in result.content
+    assert other.read_text() == "a = 1\n"
+
+
+async def test_it_refuses_a_symlink_and_a_fifo(turn, workspace, call, tmp_path):
+    (tmp_path / "victim.txt").write_text("keep me")
+    (workspace / "link").symlink_to(tmp_path / "victim.txt")
+    os.mkfifo(workspace / "pipe")
+    link = await call(edit, {"path": "link", "old_string": "keep", "new_string": "lose"})
+    assert link.is_error and "'link' is a symbolic link" in link.content
+    pipe = await call(edit, {"path": "pipe", "old_string": "x", "new_string": "y"})
+    assert pipe.is_error and "a FIFO" in pipe.content
+    assert (tmp_path / "victim.txt").read_text() == "keep me"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from openprogram.programs.builtin.grep import grep
 
 
@@ -70,3 +72,13 @@ async def test_no_match_is_said_plainly(turn, workspace, call):
     (workspace / "a.txt").write_text("nothing here\n")
     result = await call(grep, {"pattern": "absent"})
     assert not result.is_error and "No matches" in result.content
+
+
+async def test_a_fifo_is_skipped_and_a_symlink_inside_is_not_followed(turn, workspace, call):
+    os.mkfifo(workspace / "pipe")
+    (workspace / "real.txt").write_text("needle\n")
+    (workspace / "alias.txt").symlink_to("real.txt")
+    result = await call(grep, {"pattern": "needle"})
+    assert result.content == "real.txt:1:needle"
+    refused = await call(grep, {"pattern": "needle", "path": "pipe"})
+    assert refused.is_error and "a FIFO" in refused.content

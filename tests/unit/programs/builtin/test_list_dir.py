@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from openprogram.programs.builtin.list_dir import list_dir
 
 
@@ -31,3 +33,14 @@ async def test_it_refuses_outside_paths_and_files(turn, workspace, call, tmp_pat
 async def test_an_empty_directory_says_so(turn, workspace, call):
     result = await call(list_dir, {"path": "."})
     assert "is empty" in result.content
+
+
+async def test_a_fifo_is_listed_without_blocking_and_a_symlinked_dir_is_refused(
+    turn, workspace, call, tmp_path
+):
+    os.mkfifo(workspace / "pipe")
+    (workspace / "out").symlink_to(tmp_path)
+    listed = await call(list_dir, {})
+    assert "pipe" in listed.content
+    refused = await call(list_dir, {"path": "out"})
+    assert refused.is_error and "'out' is a symbolic link" in refused.content

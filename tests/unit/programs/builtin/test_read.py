@@ -62,7 +62,7 @@ async def test_it_stops_a_page_before_the_result_cap(turn, workspace, call):
 async def test_it_refuses_a_path_outside_the_workspace(turn, workspace, call, tmp_path):
     (tmp_path / "secret.txt").write_text("sentinel")
     result = await call(read, {"path": "../secret.txt"})
-    assert result.is_error and "outside the workspace" in result.content
+    assert result.is_error and "'..' is not accepted" in result.content
     assert "sentinel" not in result.content
 
 
@@ -192,3 +192,20 @@ async def test_outside_a_turn_only_results_saved_outside_a_turn_are_readable(cal
     alices = _persist_for("alice")
     refused = await call(read, {"path": alices})
     assert refused.is_error and "not one of this user's saved results" in refused.content
+
+
+async def test_it_follows_no_symlink_and_names_the_one_it_met(turn, workspace, call, tmp_path):
+    (tmp_path / "secret.txt").write_text("sentinel")
+    (workspace / "inside.txt").write_text("inside")
+    (workspace / "to-inside").symlink_to("inside.txt")
+    (workspace / "out").symlink_to(tmp_path)
+    for path, component in [("to-inside", "to-inside"), ("out/secret.txt", "out")]:
+        result = await call(read, {"path": path})
+        assert result.is_error and f"'{component}' is a symbolic link" in result.content
+        assert "sentinel" not in result.content and "inside\n" not in result.content
+
+
+async def test_an_absolute_path_is_refused_even_inside_the_workspace(turn, workspace, call):
+    (workspace / "a.txt").write_text("alpha\n")
+    result = await call(read, {"path": str(workspace / "a.txt")})
+    assert result.is_error and "absolute paths are not accepted" in result.content

@@ -54,3 +54,32 @@ async def test_a_fifo_is_refused_instead_of_blocking_forever(turn, workspace, ca
     os.mkfifo(workspace / "pipe")
     result = await call(write, {"path": "pipe", "content": "x"})
     assert result.is_error and "not a regular file" in result.content
+
+
+async def test_it_refuses_a_symlinked_target_and_writes_nothing_through_it(
+    turn, workspace, call, tmp_path
+):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (workspace / "link.txt").symlink_to(victim)
+    result = await call(write, {"path": "link.txt", "content": "pwned"})
+    assert result.is_error and "'link.txt' is a symbolic link" in result.content
+    assert victim.read_text() == "keep me" and (workspace / "link.txt").is_symlink()
+
+
+async def test_it_refuses_a_hard_linked_target(turn, workspace, call, tmp_path):
+    other = tmp_path / "other-name.txt"
+    other.write_text("shared")
+    os.link(other, workspace / "hard.txt")
+    result = await call(write, {"path": "hard.txt", "content": "pwned"})
+    assert result.is_error and "2 hard links" in result.content
+    assert other.read_text() == "shared"
+
+
+async def test_overwriting_keeps_the_files_mode_and_leaves_no_temporary_file(turn, workspace, call):
+    (workspace / "run.sh").write_text("echo old\n")
+    (workspace / "run.sh").chmod(0o750)
+    result = await call(write, {"path": "run.sh", "content": "echo new\n"})
+    assert not result.is_error
+    assert (workspace / "run.sh").stat().st_mode & 0o777 == 0o750
+    assert [p.name for p in workspace.iterdir()] == ["run.sh"]
