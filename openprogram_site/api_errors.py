@@ -1,8 +1,10 @@
-"""One place maps domain failures to HTTP: 401, 403, 404, 409, 422, 429."""
+"""One place maps domain failures to HTTP: 400, 401, 403, 404, 409, 413, 422, 429."""
 
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
@@ -65,6 +67,23 @@ def install_error_handlers(api: NinjaAPI) -> None:
             request,
             {"detail": "Authentication required: log in or send 'Authorization: Bearer <token>'."},
             status=401,
+        )
+
+    @api.exception_handler(MultiPartParserError)
+    def _unreadable_form(request, exc: MultiPartParserError):
+        # Django's multipart parser refuses, e.g., a part whose headers pass 1,024 bytes
+        # (a 1,000-character file name); unhandled, that is a bare HTML 400 page.
+        return api.create_response(
+            request,
+            {"detail": f"The form data could not be read: {exc} (a file name may be too long)."},
+            status=400,
+        )
+
+    @api.exception_handler(SuspiciousOperation)
+    def _suspicious(request, exc: SuspiciousOperation):
+        status = 413 if isinstance(exc, RequestDataTooBig) else 400
+        return api.create_response(
+            request, {"detail": f"The request was refused: {exc}"}, status=status
         )
 
     @api.exception_handler(Http404)

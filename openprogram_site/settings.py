@@ -8,6 +8,11 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from openprogram.config import default_home
+from openprogram_site.data_dir import (
+    data_dir_create,
+    private_file_create,
+    private_file_write_once,
+)
 from openprogram_site.env import (
     env_allow_hosts,
     env_bool,
@@ -27,7 +32,7 @@ SITE_DIR = Path(__file__).resolve().parent
 # A checkout's var/, or $XDG_DATA_HOME/openprogram for an installed wheel (never inside
 # site-packages); OPENPROGRAM_HOME overrides both.
 OPENPROGRAM_HOME = env_path("OPENPROGRAM_HOME", default_home())
-OPENPROGRAM_HOME.mkdir(parents=True, exist_ok=True)
+data_dir_create(OPENPROGRAM_HOME)  # 0700; start-up warns when it is wider (data_dir.py)
 RESULTS_DIR = OPENPROGRAM_HOME / "results"
 WORKSPACES_DIR = env_path("OPENPROGRAM_WORKSPACES", OPENPROGRAM_HOME / "workspaces")
 # A single-user desktop install can point every user's workspace at a real project.
@@ -42,8 +47,7 @@ def _secret_key() -> str:
         return explicit
     key_file = OPENPROGRAM_HOME / "secret_key"
     if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
+        private_file_write_once(key_file, secrets.token_urlsafe(50))
     return key_file.read_text().strip()
 
 
@@ -119,6 +123,8 @@ TEMPLATES = [
 
 DATABASES = {"default": env_database("DATABASE_URL", OPENPROGRAM_HOME / "db.sqlite3")}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Owner-only before SQLite first opens it; its -wal and -shm files copy the mode.
+    private_file_create(Path(DATABASES["default"]["NAME"]))
     # WAL + a busy timeout let the server and background tasks write side by side.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,

@@ -13,6 +13,8 @@ import logging
 
 from django.dispatch import Signal
 
+from openprogram_site.data_dir import data_dir_warn
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["server_starting", "start_background_services"]
@@ -22,7 +24,9 @@ server_starting = Signal()
 
 
 def start_background_services() -> None:
-    """Run every app's start-up work; one that fails is logged, the others still run."""
+    """Warn about a data directory others can reach, then run every app's start-up work;
+    one that fails is logged, the others still run."""
+    data_dir_warn()
     for receiver, outcome in server_starting.send_robust(sender=None):
         if isinstance(outcome, Exception):
             logger.error(

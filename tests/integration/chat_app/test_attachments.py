@@ -187,3 +187,28 @@ def test_a_directory_swapped_for_a_symlink_at_any_step_never_sends_the_file_outs
         with swap_before_step(step, swap):
             save()
         assert list(landed.iterdir()) == [], step
+
+
+def test_a_1000_character_file_name_gets_the_apis_json_error_not_an_html_page(alice_client):
+    # Built by hand: the test client's own encoder would cut the name to 255 characters.
+    name = "a" * 1000 + ".txt"
+    body = (
+        f'--XyZ\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+        "Content-Type: text/plain\r\n\r\nx\r\n--XyZ--\r\n"
+    ).encode()
+    response = alice_client.post(
+        "/api/attachments", data=body, content_type="multipart/form-data; boundary=XyZ"
+    )
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert "form data could not be read" in response.json()["detail"]
+
+
+def test_a_form_django_finds_suspicious_gets_the_apis_json_error(alice_client, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 2
+    response = alice_client.post(
+        "/api/attachments",
+        {"a": "1", "b": "2", "c": "3", "file": SimpleUploadedFile("x.txt", b"x")},
+    )
+    assert response.status_code == 400
+    assert "The request was refused" in response.json()["detail"]
