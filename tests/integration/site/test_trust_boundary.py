@@ -451,7 +451,7 @@ def test_tool_errors_name_no_absolute_server_path(server, people):
     calls = run.json()["tool_calls"]
     assert len(calls) == 6 and all(call["is_error"] for call in calls)
     previews = "\n".join(call["result_preview"] for call in calls)
-    assert "resolves outside the workspace" in previews
+    assert "absolute paths are not accepted" in previews and "'..' is not accepted" in previews
     assert "no such file or directory in the workspace: 'missing.txt'" in previews
     # The path the model itself sent may come back; the server's own layout never does.
     without_arguments = previews.replace(f"{server.home}/secret_key", "<sent>")
