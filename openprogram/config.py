@@ -7,8 +7,10 @@ CLI, a script) calls :func:`configure` once; otherwise :func:`default_home` is u
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from openprogram.security.sandbox_limits import SandboxLimits
 
 __all__ = ["Config", "configure", "default_home", "get_config"]
 
@@ -36,6 +38,8 @@ class Config:
     """Offer ``bash`` only to staff (the turn's ``can_use`` context says ``is_staff``)."""
     bwrap: str = "bwrap"
     """The bubblewrap binary that confines every process a tool starts."""
+    sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
+    """Memory, CPU, processes, file size and /tmp of each sandboxed call."""
 
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
@@ -80,6 +84,7 @@ def configure(
     sandbox_network: bool = False,
     shell_staff_only: bool = False,
     bwrap: str = "bwrap",
+    sandbox_limits: SandboxLimits | None = None,
 ) -> Config:
     global _config
     home_path = Path(home).expanduser().resolve()
@@ -97,6 +102,7 @@ def configure(
         sandbox_network=sandbox_network,
         shell_staff_only=shell_staff_only,
         bwrap=bwrap,
+        sandbox_limits=sandbox_limits or SandboxLimits(),
     )
     return _config
 

@@ -288,6 +288,13 @@ OPENPROGRAM_ALLOW_SHELL = env_bool("OPENPROGRAM_ALLOW_SHELL", not BINDS_BEYOND_L
 OPENPROGRAM_SANDBOX_NETWORK = env_bool("OPENPROGRAM_SANDBOX_NETWORK", False)
 OPENPROGRAM_SHELL_STAFF_ONLY = env_bool("OPENPROGRAM_SHELL_STAFF_ONLY", False)
 OPENPROGRAM_BWRAP = env_str("OPENPROGRAM_BWRAP", "bwrap")
+# Per sandboxed call (docs/security.md#limits): memory and processes of the whole tree
+# (a cgroup where the host has one), CPU seconds and largest file per process, /tmp size.
+OPENPROGRAM_SANDBOX_MEMORY_MB = env_int("OPENPROGRAM_SANDBOX_MEMORY_MB", 1024, minimum=16)
+OPENPROGRAM_SANDBOX_CPU_SECONDS = env_int("OPENPROGRAM_SANDBOX_CPU_SECONDS", 60, minimum=1)
+OPENPROGRAM_SANDBOX_PROCESSES = env_int("OPENPROGRAM_SANDBOX_PROCESSES", 256, minimum=8)
+OPENPROGRAM_SANDBOX_FILE_MB = env_int("OPENPROGRAM_SANDBOX_FILE_MB", 1024, minimum=1)
+OPENPROGRAM_SANDBOX_TMP_MB = env_int("OPENPROGRAM_SANDBOX_TMP_MB", 256, minimum=1)
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
 # Tools "allow for this conversation" never covers (MCP tools and argument-dependent rules
 # always ask too; chat_app/approvals.py).

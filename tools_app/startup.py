@@ -6,11 +6,13 @@ from django.conf import settings
 
 from openprogram import config
 from openprogram.programs.loader import load_program_packages
+from openprogram.security.confinement import sandbox_report
+from openprogram.security.sandbox_limits import SandboxLimits
 
 __all__ = ["tools_start"]
 
 
-def _framework_configure() -> None:
+def framework_configure() -> None:
     """Hand the deployment's settings to the framework (no I/O)."""
     config.configure(
         home=settings.OPENPROGRAM_HOME,
@@ -26,6 +28,18 @@ def _framework_configure() -> None:
         sandbox_network=settings.OPENPROGRAM_SANDBOX_NETWORK,
         shell_staff_only=settings.OPENPROGRAM_SHELL_STAFF_ONLY,
         bwrap=settings.OPENPROGRAM_BWRAP,
+        sandbox_limits=sandbox_limits_from_settings(),
+    )
+
+
+def sandbox_limits_from_settings() -> SandboxLimits:
+    mib = 1 << 20
+    return SandboxLimits(
+        memory_bytes=settings.OPENPROGRAM_SANDBOX_MEMORY_MB * mib,
+        cpu_seconds=settings.OPENPROGRAM_SANDBOX_CPU_SECONDS,
+        processes=settings.OPENPROGRAM_SANDBOX_PROCESSES,
+        file_bytes=settings.OPENPROGRAM_SANDBOX_FILE_MB * mib,
+        tmp_bytes=settings.OPENPROGRAM_SANDBOX_TMP_MB * mib,
     )
 
 
@@ -37,7 +51,8 @@ def tools_start(**_signal: object) -> None:
     from tools_app.catalog_sync import tool_catalog_sync_at_startup
     from tools_app.mcp_services import mcp_servers_start
 
-    _framework_configure()
+    framework_configure()
+    sandbox_report()  # one log line: which limits are in force here, and why any are not
     load_program_packages(settings.OPENPROGRAM_PACKAGES)  # logs failures, never raises
     tool_catalog_sync_at_startup()  # logs a missing table, never raises
     mcp_servers_start()  # connects in the background; atexit closes every server

@@ -15,8 +15,9 @@ that it can start at all):
    user's workspace;
 3. the turn's workspace, read-write, at its real path (paths a tool reports mean the
    same thing inside and out); it is also the working directory and ``HOME``;
-4. a private ``/tmp`` (tmpfs, gone with the call), a fresh ``/proc`` and a minimal
-   ``/dev``;
+4. a private ``/tmp`` (tmpfs, gone with the call, of ``tmp_bytes`` when given), a fresh
+   ``/proc`` and a minimal, read-only ``/dev`` whose ``/dev/shm`` is a tmpfs of at most
+   64 MiB (never larger than ``/tmp``): no writable file system is unbounded;
 5. new PID, IPC, UTS, cgroup and user namespaces; all capabilities dropped; a new
    terminal session (no TIOCSTI into the server's terminal);
 6. ``--die-with-parent``: if the server process dies — even ``kill -9`` — the kernel
@@ -60,6 +61,7 @@ _ETC_FILES = (
 )
 _NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf")
 _PROBE_TIMEOUT_S = 10.0
+_SHM_BYTES = 64 << 20
 
 
 def _system_mounts() -> list[str]:
@@ -81,10 +83,23 @@ def _etc_mounts(network: bool) -> list[str]:
 
 
 def sandbox_argv(
-    command: Sequence[str], *, workspace: Path, network: bool = False, bwrap: str = "bwrap"
+    command: Sequence[str],
+    *,
+    workspace: Path,
+    network: bool = False,
+    bwrap: str = "bwrap",
+    tmp_bytes: int | None = None,
 ) -> list[str]:
-    """The full argv that runs ``command`` confined to ``workspace`` (see the module doc)."""
+    """The bwrap argv that runs ``command`` confined to ``workspace`` (see the module doc).
+
+    ``tmp_bytes`` caps the private ``/tmp`` (bwrap's ``--size``, which must come directly
+    before its ``--tmpfs``); writers past it get ``ENOSPC``.
+    """
     root = str(Path(workspace).resolve())
+    tmp_size = ["--size", str(tmp_bytes)] if tmp_bytes is not None else []
+    # bwrap's /dev is a writable tmpfs as large as the host allows: freeze it, and give
+    # /dev/shm (POSIX semaphores, shared memory) a small tmpfs of its own.
+    shm_size = str(min(tmp_bytes or _SHM_BYTES, _SHM_BYTES))
     args = [
         shutil.which(bwrap) or bwrap,
         "--die-with-parent",
@@ -104,6 +119,13 @@ def sandbox_argv(
         "/proc",
         "--dev",
         "/dev",
+        "--size",
+        shm_size,
+        "--tmpfs",
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
+        *tmp_size,
         "--tmpfs",
         "/tmp",
         "--bind",
@@ -133,6 +155,11 @@ def sandbox_problem(bwrap: str = "bwrap") -> str | None:
         return (
             f"the shell sandbox is unavailable: {bwrap!r} (bubblewrap) is not installed; "
             "install the Debian package 'bubblewrap' (make run does)"
+        )
+    if shutil.which("prlimit") is None:
+        return (
+            "the shell sandbox is unavailable: 'prlimit' is not installed; "
+            "install the Debian package 'util-linux'"
         )
     probe_dir = Path(os.environ.get("TMPDIR") or "/tmp")
     argv = sandbox_argv(["/bin/sh", "-c", "exit 0"], workspace=probe_dir, bwrap=binary)

@@ -13,6 +13,11 @@ Safety, in the order it applies:
   turn's workspace is the only user data it can see and the only place it can write,
   ``/tmp`` is private, there is no network unless the deployment opts in, and killing
   the server (even ``kill -9``) kills everything in the sandbox;
+* each call is bounded (``openprogram/security/confinement.py``): memory and processes
+  of its whole tree (a cgroup per call, where the host has one), CPU time, file size
+  and address space per process (``prlimit``), and the size of ``/tmp``; a limit hit
+  adds one plain sentence to the result ("stopped: the command used more than 1 GiB of
+  memory");
 * the command runs with the workspace as working directory and ``HOME``, and an
   environment built from an allow-list (never the server's own variables, never a
   name that looks like a key, token, secret or password);
@@ -39,7 +44,8 @@ from openprogram.config import get_config
 from openprogram.programs._availability import ToolUnavailable
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
-from openprogram.security.sandbox import sandbox_argv, sandbox_problem
+from openprogram.security.confinement import Confined, confine
+from openprogram.security.sandbox import sandbox_problem
 from openprogram.workspace import current_workspace
 
 __all__ = ["bash", "scrubbed_environment", "shell_allowed", "shell_disabled_reason"]
@@ -199,7 +205,9 @@ async def bash(
     command is stopped, with everything it started, after `timeout` seconds (default
     120, at most 600), and background jobs (`&`) do not outlive the call. It runs in a
     sandbox: only the workspace is visible and writable, /tmp is private and empty,
-    and there is normally no network access. Prefer the
+    and there is normally no network access. Memory, CPU time, processes, file size and
+    /tmp are limited; a command that hits a limit is stopped and the result says which.
+    Prefer the
     read, grep, glob and edit tools for looking at and changing files.
 
     Args:
@@ -215,12 +223,32 @@ async def bash(
     if problem is not None:  # checked again at call time: never run unconfined
         raise PermissionError(problem)
     workspace = str(current_workspace())
-    argv = sandbox_argv(
+    confined = confine(
         [shutil.which("bash") or "/bin/sh", "-c", command],
         workspace=Path(workspace),
+        limits=config.sandbox_limits,
         network=config.sandbox_network,
         bwrap=config.bwrap,
+        report_tmp=True,
     )
+    try:
+        exit_code, text = await _run_confined(confined, workspace, on_update)
+        stopped = confined.outcome(exit_code, text)
+    finally:
+        await asyncio.to_thread(confined.close)
+    if stopped is not None:
+        text += f"\n{stopped}"
+    text += f"\n[exit code {exit_code}]"
+    data: dict[str, Any] = {"exit_code": exit_code}
+    if stopped is not None:
+        data["stopped"] = stopped
+    return ToolReturn(text, data=data)
+
+
+async def _run_confined(
+    confined: Confined, workspace: str, on_update: Callable[[str], Any] | None
+) -> tuple[int, str]:
+    """Spawn ``confined``, stream its output, stop what it leaves: (exit code, output)."""
     # Our own pipe, not asyncio's: Process.wait() would otherwise also wait for every
     # holder of the pipe (a background job) to exit, and the job would outlive us.
     read_fd, write_fd = os.pipe()
@@ -228,19 +256,21 @@ async def bash(
         # Spawned from the event loop's (long-lived) thread: bwrap's die-with-parent
         # signal fires when the thread that forked it ends, i.e. with the server.
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            *confined.argv,
             cwd=workspace,
             env=scrubbed_environment(workspace),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,
             start_new_session=True,
+            pass_fds=confined.pass_fds,
         )
     except BaseException:
         os.close(read_fd)
         raise
     finally:
         os.close(write_fd)
+        confined.spawned()
     output = _CappedOutput()
     reader: asyncio.Future[None] | None = None
     transport: asyncio.BaseTransport | None = None
@@ -268,5 +298,4 @@ async def bash(
     text = output.text() or "(no output)"
     if held_open:
         text += "\n[output cut: a detached process kept the output open]"
-    text += f"\n[exit code {exit_code}]"
-    return ToolReturn(text, data={"exit_code": exit_code})
+    return exit_code, text

@@ -58,7 +58,19 @@ def test_the_root_is_an_empty_tmpfs_frozen_after_the_last_mount(home):
     assert options[options.index("--tmpfs") + 1] == "/"
     assert options[-2:] == ["--remount-ro", "/"]
     tmp = [options[i + 1] for i, flag in enumerate(options) if flag == "--tmpfs"]
-    assert tmp == ["/", "/tmp"]
+    assert tmp == ["/", "/dev/shm", "/tmp"]
+
+
+def test_every_writable_tmpfs_but_the_root_has_a_size_and_dev_is_frozen(home):
+    options = sandbox_argv(["true"], workspace=home, tmp_bytes=4 << 20)
+    options = options[: options.index("--")]
+    for mount in ("/tmp", "/dev/shm"):
+        at = options.index(mount)
+        assert options[at - 1] == "--tmpfs" and options[at - 3] == "--size"
+    assert int(options[options.index("/tmp") - 2]) == 4 << 20
+    assert int(options[options.index("/dev/shm") - 2]) == 4 << 20  # never more than /tmp
+    remounted = [options[i + 1] for i, flag in enumerate(options) if flag == "--remount-ro"]
+    assert remounted == ["/dev", "/"]
 
 
 def test_it_dies_with_its_parent_in_its_own_pid_namespace_and_session(home):

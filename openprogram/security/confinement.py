@@ -1,0 +1,184 @@
+"""One confined process, start to finish: cgroup, rlimits, bubblewrap, then what it hit.
+
+The argv :func:`confine` builds runs, in this order (each step ``exec``\\ s the next):
+
+1. ``/bin/sh`` joining the call's cgroup (:mod:`openprogram.security.cgroups`), when the
+   host has one;
+2. ``prlimit`` with the per-process limits (:mod:`openprogram.security.sandbox_limits`);
+3. ``bwrap`` (:func:`openprogram.security.sandbox.sandbox_argv`) with ``/tmp`` a tmpfs
+   of the configured size;
+4. with ``report_tmp`` (a ``sh -c`` / ``bash -c`` command), an ``EXIT`` trap in that shell that
+   reports on a pipe whether ``/tmp`` is full (the tmpfs is gone afterwards, so it can
+   only be seen from inside).
+
+:meth:`Confined.outcome` turns the exit code and those reports into the sentence a
+person reads; :meth:`Confined.close` removes the cgroup. Nothing here waits on the
+process: the caller spawns ``argv`` with ``pass_fds``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from openprogram.config import get_config
+from openprogram.security.cgroups import CallCgroup, cgroup_support, cgroup_sweep
+from openprogram.security.sandbox import sandbox_argv, sandbox_problem
+from openprogram.security.sandbox_limits import (
+    SandboxLimits,
+    format_size,
+    limit_sentence,
+    prlimit_prefix,
+)
+
+__all__ = ["Confined", "confine", "sandbox_report", "sandbox_status"]
+
+logger = logging.getLogger(__name__)
+
+_TMP_REPORT = (
+    "trap 'printf x 2>/dev/null >/tmp/.openprogram-probe || echo tmp-full >/dev/fd/{fd}' EXIT; "
+)
+"""Prefixed to a ``sh -c`` script: once it ends, a one-byte write tells whether /tmp is full
+(the tmpfs is gone afterwards, so it can only be seen from inside). A builtin in an EXIT
+trap of the command's own shell: no extra process, and the exit status is kept."""
+
+
+@dataclass
+class Confined:
+    """A confined command ready to spawn: ``argv`` with ``pass_fds``, then outcome and close."""
+
+    argv: list[str]
+    limits: SandboxLimits
+    cgroup: CallCgroup | None = None
+    pass_fds: tuple[int, ...] = ()
+    _report_read: int | None = field(default=None, repr=False)
+
+    def spawned(self) -> None:
+        """Close our copy of the report pipe's write end (the child holds its own now)."""
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
+    def outcome(self, exit_code: int, output: str = "") -> str | None:
+        """The sentence for the limit the finished command hit, or None."""
+        oom_kills, process_limit_hits = self.cgroup.counters() if self.cgroup else (0, 0)
+        return limit_sentence(
+            limits=self.limits,
+            exit_code=exit_code,
+            output=output,
+            oom_kills=oom_kills,
+            process_limit_hits=process_limit_hits,
+            tmp_full=self._tmp_full(),
+        )
+
+    def _tmp_full(self) -> bool:
+        if self._report_read is None:
+            return False
+        os.set_blocking(self._report_read, False)
+        try:
+            return b"tmp-full" in os.read(self._report_read, 64)
+        except BlockingIOError:
+            return False
+
+    def close(self) -> None:
+        """Release the pipe and remove the call's cgroup (waits briefly for it to empty)."""
+        self.spawned()
+        if self._report_read is not None:
+            os.close(self._report_read)
+            self._report_read = None
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+
+
+def confine(
+    command: Sequence[str],
+    *,
+    workspace: Path,
+    limits: SandboxLimits,
+    network: bool = False,
+    bwrap: str = "bwrap",
+    report_tmp: bool = False,
+) -> Confined:
+    """Everything needed to run ``command`` confined to ``workspace`` within ``limits``."""
+    inner = list(command)
+    pass_fds: tuple[int, ...] = ()
+    report_read: int | None = None
+    if report_tmp:
+        if len(inner) != 3 or inner[1] != "-c":
+            raise ValueError("report_tmp needs a shell command: [shell, '-c', script]")
+        report_read, report_write = os.pipe()
+        pass_fds = (report_write,)
+        inner[2] = _TMP_REPORT.format(fd=report_write) + inner[2]
+    boxed = sandbox_argv(
+        inner,
+        workspace=workspace,
+        network=network,
+        bwrap=bwrap,
+        tmp_bytes=limits.tmp_bytes,
+    )
+    cgroup = _call_cgroup(limits)
+    prefix = cgroup.join_prefix() if cgroup is not None else []
+    return Confined(
+        argv=[*prefix, *prlimit_prefix(limits), *boxed],
+        limits=limits,
+        cgroup=cgroup,
+        pass_fds=pass_fds,
+        _report_read=report_read,
+    )
+
+
+def _call_cgroup(limits: SandboxLimits) -> CallCgroup | None:
+    support = cgroup_support()
+    if support.version is None:
+        return None
+    try:
+        return CallCgroup.create(support, limits)
+    except OSError as exc:
+        logger.warning("sandbox: could not create the call's cgroup (%s); rlimits only", exc)
+        return None
+
+
+def sandbox_status(limits: SandboxLimits, *, bwrap: str = "bwrap") -> list[tuple[str, str, str]]:
+    """``(limit, value, how it is enforced here — or why it is not)`` for each sandbox limit."""
+    problem = sandbox_problem(bwrap)
+    if problem is not None:
+        return [("sandbox", "unavailable", f"{problem}; bash is not offered")]
+    support = cgroup_support()
+    cgroup = f"cgroup {support.version}" if support.version else None
+    without = f"not enforced: {support.reason}"
+    return [
+        (
+            "memory",
+            format_size(limits.memory_bytes),
+            f"the whole call ({cgroup}); {format_size(limits.address_space_bytes)} "
+            "address space per process (rlimit)"
+            if cgroup
+            else f"{without}; only {format_size(limits.address_space_bytes)} address space "
+            "per process (rlimit)",
+        ),
+        ("processes", str(limits.processes), f"the whole call ({cgroup})" if cgroup else without),
+        ("CPU", f"{limits.cpu_seconds} s", "per process (rlimit, SIGXCPU then SIGKILL)"),
+        ("largest file", format_size(limits.file_bytes), "per process (rlimit, SIGXFSZ)"),
+        ("/tmp", format_size(limits.tmp_bytes), "private tmpfs per call"),
+    ]
+
+
+def sandbox_report(limits: SandboxLimits | None = None) -> None:
+    """Log, once at start-up, which limits are in force; remove cgroups a dead server left."""
+    config = get_config()
+    limits = limits or config.sandbox_limits
+    support = cgroup_support()
+    if support.version is not None:
+        cgroup_sweep(support)
+    rows = sandbox_status(limits, bwrap=config.bwrap)
+    summary = "; ".join(f"{name} {value}: {how}" for name, value, how in rows)
+    if support.version is None or len(rows) == 1:
+        logger.warning("sandbox limits: %s", summary)
+    else:
+        logger.info("sandbox limits: %s", summary)
