@@ -40,12 +40,17 @@ def approval_hook_for_turn(
                 name=request.tool_name,
                 arguments=request.arguments,
                 reason=request.reason,
+                rule=request.rule,
+                user_may_allow=request.user_may_allow,
+                suggestion=request.suggestion,
             )
         )
         if not attended:
+            why = f" ({request.rule})" if request.rule else ""
             decision = ApprovalDecision(
                 approved=False,
-                reason=f"tool {request.tool_name!r} needs approval and nobody is attending this turn",
+                reason=f"tool {request.tool_name!r} needs approval{why} and nobody is "
+                "attending this turn",
             )
         elif host_hook is None:
             decision = ApprovalDecision(

@@ -12,9 +12,12 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.agent.types import ApprovalDecision, ApprovalRequest
+
+if TYPE_CHECKING:
+    from openprogram.programs.rules import PolicySet
 
 __all__ = ["QuestionRequest", "TurnContext", "current_turn", "get_turn"]
 
@@ -46,6 +49,8 @@ class TurnContext:
     """The user's tool profiles, so a nested run's ``toolset=`` may name one."""
     budget_check: Callable[[float], Awaitable[str | None]] | None = None
     """The turn's budget check, which nested runs ask too (their model calls cost)."""
+    policy: PolicySet | None = None
+    """The team policy every call of this turn is decided by (``call_policy``)."""
 
 
 current_turn: ContextVar[TurnContext | None] = ContextVar("openprogram_current_turn", default=None)

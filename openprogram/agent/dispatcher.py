@@ -83,6 +83,7 @@ def resolve_turn_tools(request: TurnRequest) -> Resolution:
         attended=request.attended,
         can_use_context=request.can_use_context,
         named_profiles=request.named_profiles,
+        policy=request.policy,
     )
 
 
@@ -178,6 +179,7 @@ async def _run_turn(
             state=request.state,
             named_profiles=request.named_profiles,
             budget_check=request.budget_check,
+            policy=request.policy,
         )
     )
     outcome = await agent_loop(

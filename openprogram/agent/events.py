@@ -11,10 +11,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from openprogram.agent.context import QuestionRequest
 from openprogram.agent.types import ApprovalDecision, ApprovalRequest
+
+if TYPE_CHECKING:
+    from openprogram.programs.rules import PolicySet
 
 __all__ = [
     "ApprovalRequested",
@@ -106,6 +109,12 @@ class ApprovalRequested(Event):
     name: str
     arguments: dict[str, Any]
     reason: str = ""
+    rule: str = ""
+    """The policy rule (in words) that made this call ask; empty for the tool's default."""
+    user_may_allow: bool = True
+    """Whether "always allow" (and "allow for this chat") may be offered for this ask."""
+    suggestion: str = ""
+    """The editable "always allow" pattern, e.g. ``bash: git status``."""
 
 
 @dataclass
@@ -228,3 +237,6 @@ class TurnRequest:
     budget_check: Callable[[float], Awaitable[str | None]] | None = None
     """Called before every model call with this turn's cost so far (USD); a message means
     the user's budget is spent: refused before the first call, stopped after a step."""
+    policy: PolicySet | None = None
+    """The team policy reaching this user (``openprogram.programs.rules``): layer 5
+    removes what no rule could allow; every call is decided by it (``call_policy``)."""

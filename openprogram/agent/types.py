@@ -74,6 +74,12 @@ class ApprovalRequest:
     tool_name: str
     arguments: dict[str, Any]
     reason: str = ""
+    rule: str = ""
+    """The policy rule (in words) that made this call ask; empty for the tool's default."""
+    user_may_allow: bool = True
+    """False when no grant of the user may cover this ask (a rule or an "always ask" mark)."""
+    suggestion: str = ""
+    """The "always allow" pattern the card offers, e.g. ``bash: git status``."""
 
 
 @dataclass

@@ -114,6 +114,8 @@ def _nested_request(
             # The user's profiles travel in, so toolset= may name one; the allow list
             # above still keeps the run within what the outer turn was offered.
             named_profiles=outer.named_profiles,
+            # The same team policy: a nested run's calls are decided as the turn's are.
+            policy=outer.policy,
             budget_check=_on_loop(outer.budget_check, home),
             approval_hook=_on_loop(outer.approval_hook, home),
             question_hook=_on_loop(outer.question_hook, home),

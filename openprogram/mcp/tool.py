@@ -154,20 +154,32 @@ def _wraps_text(result: mcp_types.CallToolResult) -> bool:
 
 
 def _hints(annotations: Any) -> dict[str, bool]:
-    """The server's tool annotations, read so that a lie can only make the tool stricter."""
+    """The server's tool annotations, read so that a lie can only make the tool stricter.
 
-    def flag(snake: str, camel: str) -> bool:
+    Missing hints take the spec's defaults (``readOnlyHint: false``,
+    ``destructiveHint: true``): a tool that says nothing is treated as destructive. Only
+    an explicit ``destructiveHint: false`` (or ``readOnlyHint: true``) says otherwise.
+    """
+
+    def flag(snake: str, camel: str) -> bool | None:
         # mcp 2.x names the fields in snake_case; older SDKs and raw dicts in camelCase.
         if isinstance(annotations, Mapping):
-            return annotations.get(camel, annotations.get(snake)) is True
-        value = getattr(annotations, snake, None)
-        return (value if value is not None else getattr(annotations, camel, None)) is True
+            value = annotations.get(camel, annotations.get(snake))
+        else:
+            value = getattr(annotations, snake, None)
+            if value is None:
+                value = getattr(annotations, camel, None)
+        return value if isinstance(value, bool) else None
 
-    destructive = flag("destructive_hint", "destructiveHint")
+    read_only = flag("read_only_hint", "readOnlyHint") is True
+    # The spec: destructiveHint is meaningful only when readOnlyHint is false, and
+    # defaults to true. Anything but an explicit false (or a read-only tool) destroys.
+    destructive = not read_only and flag("destructive_hint", "destructiveHint") is not False
+    destructive = destructive or flag("destructive_hint", "destructiveHint") is True
     return {
-        "read_only": flag("read_only_hint", "readOnlyHint") and not destructive,
+        "read_only": read_only and not destructive,
         "destructive": destructive,
-        "open_world": flag("open_world_hint", "openWorldHint"),
+        "open_world": flag("open_world_hint", "openWorldHint") is True,
     }
 
 

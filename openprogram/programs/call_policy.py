@@ -4,9 +4,13 @@ Whatever class a tool is — an ``@function`` (``FunctionTool``), an Agent metho
 plugin's own ``AgentTool`` subclass, an MCP tool — its call runs through
 :func:`run_with_policy`, in this order:
 
-1. **approval**: when ``requires_approval`` says so (a raising predicate means "ask"),
-   the turn's approval hook decides, bound to this call id and these arguments; no
-   turn, no hook or a failing hook means denied (fail closed) and the body never runs;
+1. **policy and approval**: the team policy's verdict on this call
+   (``call_rules.call_decision``: the turn's rules over the tool's default, which is
+   ask when ``requires_approval`` says so — a raising predicate means "ask"). Deny is
+   an error result naming the rule; ask goes to the turn's approval hook, bound to
+   this call id and these arguments; no turn, no hook, an unattended turn or a
+   failing hook means denied (fail closed). Either way the body never runs. The body
+   then runs inside ``call_rules.deciding``, so a redirect it follows is decided too;
 2. **cache**: with ``cache=True`` an earlier successful result for the same canonical
    arguments is returned (``cache_ttl`` seconds at most);
 3. **budget and cancel**: the body runs under the clamped timeout (the model's
@@ -44,6 +48,7 @@ from openprogram.programs._approval import _evaluate_approval
 from openprogram.programs._cache import ResultCache, canonical_arguments
 from openprogram.programs._streaming import UpdateStream
 from openprogram.programs.arguments import drop_unset_nulls
+from openprogram.programs.call_rules import call_decision, deciding
 from openprogram.programs.results import _normalize_result, cap_result_text
 from openprogram.security.redact import redact_server_paths
 
@@ -108,17 +113,24 @@ async def run_with_policy(
 ) -> AgentToolResult:
     """Apply the policy (module doc) around ``body``; never raises for a tool's failure."""
     started = time.perf_counter()
-    decision = await _evaluate_approval(tool, call_id=call_id, args=args)
+    verdict = call_decision(tool, args)
+    decision = await _evaluate_approval(tool, call_id=call_id, args=args, policy=verdict)
     cache = _cache_for(tool)
     cache_key = (tool.name, canonical_arguments(args)) if cache is not None else None
-    if not decision.approved:
+    if verdict.verdict == "deny":
+        refused = (
+            f"The call to {tool.name!r} was refused by policy: {verdict.words}. It was not run."
+        )
+        result = error_result(tool, refused, call_id=call_id)
+    elif not decision.approved:
         reason = f": {decision.reason}" if decision.reason else ""
         denied = f"The user denied the call to {tool.name!r}{reason}. It was not run."
         result = error_result(tool, denied, call_id=call_id)
     elif cache is not None and (hit := cache.get(cache_key)) is not None:
         result = dataclasses.replace(hit)
     else:
-        result = await _run_body(tool, call_id, cancel, on_update, body, requested_timeout)
+        with deciding(tool, args, verdict):
+            result = await _run_body(tool, call_id, cancel, on_update, body, requested_timeout)
         if cache is not None and cache_key is not None and not result.is_error:
             cache.put(cache_key, dataclasses.replace(result))
     result.duration_ms = (time.perf_counter() - started) * 1000

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DISABLED_REASON", "disabled_reason", "plain_reason"]
+__all__ = ["DISABLED_REASON", "POLICY_REASON", "disabled_reason", "plain_reason", "policy_reason"]
 
 DISABLED_REASON = "globally disabled"
 """The layer-5 reason for a global disable; with the admin's words: ``globally disabled: …``."""
+
+POLICY_REASON = "denied by policy"
+"""The layer-5 reason for a team policy removal: ``denied by policy: <the rule in words>``."""
 
 _ADMIN_OFF = "Turned off for everyone by an admin"
 _EXACT: dict[tuple[str | None, str], str] = {
@@ -47,6 +50,11 @@ def disabled_reason(admin_reason: str) -> str:
     return f"{DISABLED_REASON}: {admin_reason}" if admin_reason else DISABLED_REASON
 
 
+def policy_reason(rule_words: str) -> str:
+    """The trace's reason for a tool the team policy removes, naming the deciding rule."""
+    return f"{POLICY_REASON}: {rule_words}"
+
+
 def plain_reason(layer: str | None, reason: str) -> str:
     """One sentence for people; the layer code stays in the trace for the curious."""
     exact = _EXACT.get((layer, reason))
@@ -54,6 +62,10 @@ def plain_reason(layer: str | None, reason: str) -> str:
         return exact
     if layer == "L5" and reason.startswith(f"{DISABLED_REASON}: "):
         return f"{_ADMIN_OFF}: {reason.removeprefix(f'{DISABLED_REASON}: ')}"
+    if layer == "L5" and reason.startswith(f"{POLICY_REASON}: "):
+        return (
+            f"Not allowed for you by the team policy: {reason.removeprefix(f'{POLICY_REASON}: ')}"
+        )
     named = _NAMED.match(reason)
     if named:
         return _NAMED_WORDS[named.group(1)].format(named.group("name"))

@@ -11,7 +11,8 @@ what the previous one kept:
 - L3  session: ``source`` drops tools whose ``unsafe_in`` names it, then
   ``agent_toolset`` (an agent profile's toolset) intersects;
 - L4  availability, only with ``only_available=True`` (see ``_availability``);
-- L5  veto: global ``disabled``, ``deny``, ``allow`` (intersection) and the
+- L5  veto: global ``disabled``, ``deny``, ``allow`` (intersection), the team
+  ``policy``'s tools no rule could allow (``rules.policy_removals``) and the
   system veto of ``ask_user_question`` on unattended turns.
 
 ``tool_search`` is infrastructure, not a capability: it is offered exactly when
@@ -45,7 +46,8 @@ from openprogram.programs._selection import (
 )
 from openprogram.programs._tool_search import TOOL_SEARCH_NAME, tool_search
 from openprogram.programs._walk import Layer, Stage, Walk
-from openprogram.programs.explain_words import DISABLED_REASON, disabled_reason
+from openprogram.programs.explain_words import DISABLED_REASON, disabled_reason, policy_reason
+from openprogram.programs.rules import PolicySet, policy_removals
 from openprogram.programs.toolsets import DEFAULT_TOOLSET, UnknownToolsetError
 
 __all__ = [
@@ -177,10 +179,14 @@ def _veto(
     disabled: Iterable[str] | Mapping[str, str],
     attended: bool,
     warnings: list[str],
+    removals: Mapping[str, str] | None = None,
 ) -> bool:
     """Layer 5, shared by resolve_tools and apply_tool_policy. True if tool_search is vetoed."""
     disabled_set = as_names(disabled, "disabled")
     walk.drop("L5", disabled_set, _disabled_reasons(disabled))
+    if removals:
+        # The team policy's tools no rule could allow, each named by its deciding rule.
+        walk.drop("L5", removals.keys(), lambda name: policy_reason(removals[name]))
     deny_set: set[str] = set()
     if deny is not None:
         deny_set = as_names(deny, "deny")
@@ -227,6 +233,7 @@ def resolve_tools(
     can_use_context: Mapping[str, Any] | None = None,
     named_profiles: Mapping[str, Iterable[str]] | None = None,
     agent_toolset: ToolSelection | None = None,
+    policy: PolicySet | None = None,
 ) -> Resolution:
     """Walk layers 2 → 2b → 3 → (4) → 5 and return the offered tools with the explain trace.
 
@@ -238,6 +245,8 @@ def resolve_tools(
     ``deny`` become warnings, and an ``allow`` naming no registered tool raises
     ValueError rather than silently offering nothing. ``disabled`` may map each
     name to why it was disabled; the trace then reads ``globally disabled: <why>``.
+    ``policy`` (``rules.PolicySet``) removes the tools no rule could allow for this
+    user; its conditional rules are decided per call (``call_policy``).
     """
     index = registry_index()
     profiles = named_profiles or {}
@@ -266,6 +275,7 @@ def resolve_tools(
         disabled=disabled,
         attended=attended,
         warnings=warnings,
+        removals=policy_removals(policy, index),
     )
     search_exposed = TOOL_SEARCH_NAME in index.exposed or TOOL_SEARCH_NAME not in index.names
     _settle_tool_search(walk, index.deferred, search_exposed and not search_vetoed)

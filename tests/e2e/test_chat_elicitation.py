@@ -21,7 +21,13 @@ def mcp_web(tmp_path_factory):
     """A daphne server of its own whose stored MCP server 'proto' is offered directly."""
     server = make_server(tmp_path_factory.mktemp("e2e-elicitation"))
     server.create_users()
-    config = {"command": sys.executable, "args": [str(PROTOCOL_SERVER)], "always_load": True}
+    # Its tools carry no annotations (destructive, per the MCP spec): trusted here, not asked.
+    config = {
+        "command": sys.executable,
+        "args": [str(PROTOCOL_SERVER)],
+        "always_load": True,
+        "destructive_without_approval": True,
+    }
     server.shell(
         "from tools_app.mcp_models import MCPServer;"
         f"MCPServer.objects.create(name='proto', **{config!r})"

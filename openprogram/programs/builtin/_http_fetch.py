@@ -1,7 +1,9 @@
 """A GET that only ever talks to checked public addresses, with hard size and time caps.
 
 Each hop (the first URL and every redirect, at most ``max_redirects``) is checked by
-:mod:`openprogram.security.urls`, its host resolved and every address vetted, and the
+:mod:`openprogram.security.urls`, its host resolved and every address vetted; a
+redirect is also decided again by the team policy (``call_rules.redirect_refusal``:
+a host list that allowed the first URL must allow every hop), and the
 connection is made to that vetted address (pinned): the URL's host stays in the
 ``Host`` header and in TLS SNI/certificate checks, so a DNS answer that changes
 between the check and the connect (rebinding) is never used. Proxies from the
@@ -28,6 +30,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import certifi
 import httpx
 
+from openprogram.programs.call_rules import redirect_refusal
 from openprogram.security.urls import (
     CheckedURL,
     IPAddress,
@@ -203,6 +206,9 @@ async def _fetch(
         for hop in range(max_redirects + 1):
             try:
                 checked = check_url(url)
+                refusal = redirect_refusal(url) if hop else None
+                if refusal is not None:
+                    raise UnsafeURL(refusal)
                 addresses = await asyncio.to_thread(
                     resolve_public_addresses, checked, allow_hosts=allow_hosts
                 )

@@ -272,3 +272,77 @@ async def test_streaming_past_capacity_keeps_a_bounded_tail(kind, approvals):
     assert sum(map(len, seen)) > STREAM_CAPACITY  # far more streamed than kept
     kept = result.content.split("Output so far:\n", 1)[1]
     assert 0 < len(kept) <= STREAM_CAPACITY + 200  # the tail, plus its omission marker
+
+
+# --- the team policy decides every kind's calls the same way ---------------------------------
+
+
+def _with_policy(*rules) -> None:
+    from openprogram.agent.context import get_turn
+    from openprogram.programs.rules import PolicySet
+
+    get_turn().policy = PolicySet(rules=rules)
+
+
+async def test_a_deny_rule_refuses_naming_the_rule_and_never_asks_or_runs(kind, approvals):
+    from openprogram.programs.rules import Rule
+
+    asked, _ = approvals
+    _with_policy(Rule(kind.tools["quick"].name, "deny", id=21, reason="not here"))
+    result = await kind.call("quick")
+    assert result.is_error and "refused by policy" in result.content
+    assert "rule #21" in result.content and "not here" in result.content
+    assert asked == [] and _ran == []
+
+
+async def test_an_ask_rule_asks_a_tool_that_never_asks_and_names_the_rule(kind, approvals):
+    from openprogram.programs.rules import Rule
+
+    asked, verdict = approvals
+    verdict["approved"] = False
+    kind.tools["quick"].requires_approval = False
+    _with_policy(Rule(kind.tools["quick"].name, "ask", id=22))
+    result = await kind.call("quick")
+    assert result.is_error and "denied" in result.content
+    assert len(asked) == 1 and _ran == []
+
+
+async def test_an_allow_rule_runs_a_tool_that_would_ask_without_asking(kind, approvals):
+    from openprogram.programs.rules import Rule
+
+    asked, _ = approvals
+    kind.tools["quick"].requires_approval = True
+    _with_policy(Rule(kind.tools["quick"].name, "allow", id=23))
+    result = await kind.call("quick")
+    assert not result.is_error and "ran" in result.content
+    assert asked == []
+
+
+async def test_an_unattended_ask_is_refused_naming_the_rule(kind, tmp_path):
+    from openprogram.agent.approvals import approval_hook_for_turn
+    from openprogram.programs.rules import PolicySet, Rule
+
+    events = []
+
+    async def emit(event):
+        events.append(event)
+
+    hook = approval_hook_for_turn(host_hook=None, attended=False, emit=emit, timeout=1)
+    rule = Rule(kind.tools["quick"].name, "ask", id=24, reason="reviewed calls only")
+    token = current_turn.set(
+        TurnContext(
+            user_id="alice",
+            workspace=tmp_path,
+            attended=False,
+            approval_hook=hook,
+            policy=PolicySet(rules=(rule,)),
+        )
+    )
+    try:
+        result = await kind.call("quick")
+    finally:
+        current_turn.reset(token)
+    assert result.is_error and "nobody is attending" in result.content
+    assert "rule #24" in result.content and "reviewed calls only" in result.content
+    assert _ran == []
+    assert events[0].rule.endswith("(reviewed calls only)")

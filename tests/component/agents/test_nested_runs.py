@@ -281,3 +281,20 @@ async def test_a_users_profile_gives_a_nested_run_nothing_the_outer_turn_lacked(
         e for e in events if isinstance(e, ToolFinished) and e.name == "shout_nr" and not e.is_error
     ]
     assert events[-1].stop_reason == "completed"
+
+
+async def test_a_nested_run_is_decided_by_the_outer_turns_policy(shout):
+    from openprogram.programs.rule_conditions import Condition
+    from openprogram.programs.rules import PolicySet, Rule
+
+    Relay()
+    # The word decides: a pointer condition, checked at call time inside the nested run.
+    rule = Rule(
+        "shout_nr", "deny", id=31, condition=Condition("pointer", pointer="/text", value='"secret"')
+    )
+    policy = PolicySet(rules=(rule,))
+    events = await run_turn(TurnRequest(text="/relay_nr word=secret", policy=policy))
+    inner = finished(events, "shout_nr")
+    assert inner.is_error and "refused by policy" in inner.preview and "rule #31" in inner.preview
+    events = await run_turn(TurnRequest(text="/relay_nr word=fine", policy=policy))
+    assert not finished(events, "shout_nr").is_error

@@ -37,6 +37,9 @@ def demo_config(name: str = "demo", **overrides: Any) -> MCPServerConfig:
         "command": sys.executable,
         "args": [str(DEMO_SERVER)],
         "timeout": SERVER_TIMEOUT,
+        # The test servers' tools carry no annotations, which the spec reads as
+        # destructive (ask first); tests not about approval run them as a trusted server.
+        "destructive_without_approval": True,
     }
     settings.update(overrides)
     return MCPServerConfig(name=name, **settings)
@@ -48,6 +51,7 @@ def protocol_config(**overrides: Any) -> MCPServerConfig:
         "command": sys.executable,
         "args": [str(PROTOCOL_SERVER)],
         "timeout": SERVER_TIMEOUT,
+        "destructive_without_approval": True,  # as demo_config
     }
     settings.update(overrides)
     return MCPServerConfig(name="proto", **settings)

@@ -29,6 +29,7 @@ def hinted(clean_registry):
     tools = {
         "peek": _tool("peek", readOnlyHint=True),
         "plain": _tool("plain"),
+        "gentle": _tool("gentle", destructiveHint=False),
         "wipe": _tool("wipe", destructiveHint=True),
         "liar": _tool("liar", readOnlyHint=True, destructiveHint=True),
         "web": _tool("web", readOnlyHint=True, openWorldHint=True),
@@ -45,18 +46,27 @@ def _offered(**kwargs) -> set[str]:
 def test_plan_mode_offers_only_tools_that_say_they_read_only(hinted):
     offered = _offered(source="plan")
     assert {"peek", "web"} <= offered
-    assert not {"plain", "wipe", "liar"} & offered
-    assert {"peek", "plain", "wipe", "liar", "web"} <= _offered()
+    assert not {"plain", "gentle", "wipe", "liar"} & offered
+    assert {"peek", "plain", "gentle", "wipe", "liar", "web"} <= _offered()
 
 
 def test_a_destructive_tool_asks_first_unless_the_operator_says_otherwise(hinted):
     assert hinted["wipe"].requires_approval is True
     assert hinted["liar"].requires_approval is True  # read-only AND destructive: the stricter
-    assert hinted["plain"].requires_approval is False
+    assert hinted["gentle"].requires_approval is False  # says outright it destroys nothing
+    assert hinted["peek"].requires_approval is False
     assert (
         _tool("wipe2", destructive_needs_approval=False, destructiveHint=True).requires_approval
         is False
     )
+
+
+def test_a_tool_with_no_annotations_is_destructive_as_the_spec_defaults_say(hinted):
+    # MCP: readOnlyHint defaults to false and destructiveHint to true.
+    assert hinted["plain"].hints == {"read_only": False, "destructive": True, "open_world": False}
+    assert hinted["plain"].requires_approval is True
+    assert _tool("bare", destructive_needs_approval=False).requires_approval is False
+    assert "mcp__hinted__plain" not in {t.name for t in resolve_tools(source="plan").tools}
 
 
 def test_a_read_only_claim_never_bypasses_a_profile_a_deny_or_a_disable(hinted):
