@@ -172,6 +172,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             reason=getattr(frame, "reason", ""),
             text=getattr(frame, "text", ""),
             remember=bool(getattr(frame, "remember", False)),
+            always_allow=getattr(frame, "always_allow", ""),
             choice=getattr(frame, "action", ""),
             content=getattr(frame, "content", None),
         )

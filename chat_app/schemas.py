@@ -67,6 +67,8 @@ class ApproveFrame(_Strict):
     reason: str = Field(default="", max_length=2000)
     remember: bool = False
     """Allow this tool for the rest of the conversation (never an always-ask tool)."""
+    always_allow: str = Field(default="", max_length=500)
+    """Save an "always allow" rule, ``tool: pattern`` (docs/policy.md), with the approval."""
 
 
 class DenyFrame(_Strict):

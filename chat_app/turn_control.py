@@ -33,6 +33,24 @@ channel layer keeps a message (60 s), since until then the message can still com
 _closing_listeners: set[asyncio.Task[None]] = set()
 
 
+def _save_always_allow(owner_id: int, text: str) -> None:
+    """The owner's "always allow" from an approval card: a rule that only relaxes what a
+    user may relax (``tools_app.policy.services``); a refused pattern is logged, the
+    call itself stays approved."""
+    from django.contrib.auth import get_user_model
+
+    from openprogram_site.api_errors import DomainError
+    from tools_app.policy.services import policy_user_rule_create
+
+    owner = get_user_model().objects.filter(pk=owner_id).first()
+    if owner is None:
+        return
+    try:
+        policy_user_rule_create(user=owner, text=text)
+    except DomainError as exc:
+        _log.warning("not saving always-allow %r for user %r: %s", text, owner_id, exc)
+
+
 def control_group(conversation_id: int) -> str:
     return f"chat.{conversation_id}.control"
 
@@ -53,13 +71,16 @@ class TurnControl:
         self._questions: dict[str, asyncio.Future[str]] = {}
         self._elicitations: dict[str, asyncio.Future[Any]] = {}
         self._remember: set[str] = set()
+        self._always_allow: dict[str, str] = {}
+        """call id → the "always allow" rule (``bash: git status``) sent with its approval."""
 
     # --- hooks the dispatcher calls (it announces, times out and fails closed) -----------
     async def approval_hook(self, request: ApprovalRequest) -> ApprovalDecision:
         from chat_app.approvals import ALLOWED_REASON, conversation_allow_tool, tool_always_asks
 
-        # The one place a per-conversation grant is honoured; always-ask tools never are.
-        always_asks = tool_always_asks(request.tool_name)
+        # The one place a per-conversation grant is honoured; always-ask tools never are,
+        # nor an ask the team policy does not let the user relax (docs/policy.md).
+        always_asks = tool_always_asks(request.tool_name) or not request.user_may_allow
         if request.tool_name in self.allowed_tools and not always_asks:
             return ApprovalDecision(approved=True, reason=ALLOWED_REASON)
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
@@ -68,6 +89,9 @@ class TurnControl:
             decision = await future
         finally:
             self._approvals.pop(request.call_id, None)
+        always_allow = self._always_allow.pop(request.call_id, "")
+        if decision.approved and always_allow and request.user_may_allow:
+            await database_sync_to_async(_save_always_allow)(self.owner_id, always_allow)
         if decision.approved and request.call_id in self._remember and not always_asks:
             stored = await database_sync_to_async(conversation_allow_tool)(
                 conversation_id=self.conversation_id,
@@ -122,6 +146,9 @@ class TurnControl:
             if future is not None and not future.done():
                 if action == "approve" and message.get("remember"):
                     self._remember.add(call_id)
+                always_allow = message.get("always_allow")
+                if action == "approve" and isinstance(always_allow, str) and always_allow:
+                    self._always_allow[call_id] = always_allow
                 future.set_result(
                     ApprovalDecision(approved=action == "approve", reason=message.get("reason", ""))
                 )
@@ -208,6 +235,7 @@ async def turn_control_send(
     reason: str = "",
     text: str = "",
     remember: bool = False,
+    always_allow: str = "",
     choice: str = "",
     content: dict[str, Any] | None = None,
 ) -> None:
@@ -225,6 +253,7 @@ async def turn_control_send(
             "reason": reason,
             "text": text,
             "remember": remember,
+            "always_allow": always_allow,
             "choice": choice,
             "content": content,
         },

@@ -82,7 +82,8 @@ def turn_prepare_sent(
     start:
 
     1. the conversation, locked, and what is read under the lock: its running runs, the
-       owner's profiles and the global disables, and (PostgreSQL) the keys the run and
+       owner's profiles and the global disables, the team policy reaching the owner
+       (``tools_app.policy``), and (PostgreSQL) the keys the run and
        the message will have;
     2. after the checks on those (in the returned function): the run and the message
        INSERTs, the owner's turn limits (counted after the run's INSERT, leaving it
@@ -98,6 +99,7 @@ def turn_prepare_sent(
     waits on the conversation's lock. Two starts of one owner may share a batch: the
     second one's limits count the first one's run (in order, in one transaction).
     """
+    from tools_app.policy.selectors import policy_for_user_sent
     from tools_app.selectors import profiles_and_disabled_sent
 
     with statements_pipelined():
@@ -107,11 +109,12 @@ def turn_prepare_sent(
         )
         running = runs_running_sent(conversation_id=conversation_id)
         profiles = profiles_and_disabled_sent(owner_id=user.pk)
+        policy = policy_for_user_sent(user_id=user.pk)
         keys = run_and_message_keys_sent()
 
     def checked() -> SendMore:
         conversation, running_runs = loaded(), running()
-        profiles_read, keys_taken = profiles(), keys()
+        profiles_read, policy_read, keys_taken = profiles(), policy(), keys()
         if conversation is None:
             raise NotFoundError(f"conversation {conversation_id!r} not found")
         return _start_checked(
@@ -119,6 +122,7 @@ def turn_prepare_sent(
             conversation=conversation,
             running=running_runs,
             profiles_and_disabled=profiles_read,
+            policy=policy_read,
             keys=keys_taken,
             text=text,
             options=options,
@@ -136,6 +140,7 @@ def _start_checked(
     conversation: Conversation,
     running: list[tuple[int, Any]],
     profiles_and_disabled: tuple[dict[str, list[str]], dict[str, str]],
+    policy: Any,
     keys: tuple[int, int] | None,
     text: str,
     options: TurnOptions,
@@ -157,6 +162,7 @@ def _start_checked(
         profile_name=conversation.profile_name,
         agent_profile_id=conversation.agent_profile_id,
         profiles_and_disabled=profiles_and_disabled,
+        policy=policy,
     )
     # An agent profile's model wins over the composer's; the picker shows it when chosen.
     model = inputs.pop("model", None) or conversation.model

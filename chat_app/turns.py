@@ -214,7 +214,9 @@ class ActiveTurn(TurnEvents, TurnControl):
         if data["type"] == "tool_call_started":
             self._call_started[call_id] = time.monotonic()
         elif data["type"] == "approval_requested":
-            data["may_remember"] = not tool_always_asks(data.get("name", ""))
+            data["may_remember"] = data.get("user_may_allow", True) and not tool_always_asks(
+                data.get("name", "")
+            )
         elif data.get("is_error") and self.request.cancel.is_set():
             data["stopped"] = True
             started = self._call_started.get(call_id)

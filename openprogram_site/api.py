@@ -9,6 +9,7 @@ from chat_app.api import router as chat_router
 from openprogram_site.api_errors import install_error_handlers
 from tools_app.api import router as tools_router
 from tools_app.mcp_catalog_api import router as mcp_catalog_router
+from tools_app.policy.api import router as policy_router
 from usage_app.api import router as usage_router
 
 api = NinjaAPI(
@@ -29,5 +30,6 @@ def me(request):
 
 api.add_router("/", tools_router)
 api.add_router("/", mcp_catalog_router)
+api.add_router("/", policy_router)
 api.add_router("/", chat_router)
 api.add_router("/", usage_router)

@@ -197,3 +197,4 @@ class UserToolSettingsAdmin(admin.ModelAdmin):
 
 
 from tools_app import mcp_admin  # noqa: E402, F401
+from tools_app.policy import admin as policy_admin  # noqa: E402, F401

@@ -153,3 +153,4 @@ class AgentProfile(models.Model):
 
 from tools_app.mcp_account_models import MCPAccount, MCPOAuthFlow  # noqa: E402, F401
 from tools_app.mcp_models import MCPServer  # noqa: E402, F401
+from tools_app.policy.models import AlwaysAskMark, PolicyRule, PolicySettings  # noqa: E402, F401

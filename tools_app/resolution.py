@@ -70,6 +70,7 @@ def resolve_inputs(
         deny=inputs["deny"],
         disabled=inputs["disabled"],
         named_profiles=inputs["named_profiles"],
+        policy=inputs.get("policy"),
         tools_on=tools_on,
         web_search_on=web_search_on,
         plan_mode=plan_mode,

@@ -18,10 +18,12 @@ from django.db.models import Q, QuerySet
 
 from accounts.models import ApiToken
 from openprogram.programs import DEFAULT_TOOLS, UnknownToolsetError, registry
+from openprogram.programs.rules import PolicySet
 from openprogram_site.api_errors import NotFoundError
 from openprogram_site.db_sent import query_sent
 from tools_app.catalog_sync import tool_catalog_sync_if_changed
 from tools_app.models import DEFAULT_PROFILE, AgentProfile, Tool, ToolProfile, UserToolSettings
+from tools_app.policy.selectors import policy_for_user
 from tools_app.resolution import resolve_inputs, toolset_members
 
 if TYPE_CHECKING:
@@ -244,14 +246,17 @@ def turn_resolution_inputs(
     profile_name: str | None,
     agent_profile_id: int | None = None,
     profiles_and_disabled: tuple[dict[str, list[str]], dict[str, str]] | None = None,
+    policy: PolicySet | None = None,
 ) -> dict[str, Any]:
     """TurnRequest keyword arguments for ``owner``'s turn.
 
     ``profile_name`` None means the user's active profile. An agent profile adds its
     toolset (a tool profile or preset name), its allowed list (layer-5 allow), its
     disabled list (layer-5 deny), its model and its system prompt. Its ``enabled``
-    list adds tools back to whatever its toolset selects. ``profiles_and_disabled``:
-    what :func:`profiles_and_disabled_sent` read for this turn (read here otherwise).
+    list adds tools back to whatever its toolset selects. ``policy`` is the team policy
+    that reaches the owner (``tools_app.policy``). ``profiles_and_disabled`` and
+    ``policy``: what :func:`profiles_and_disabled_sent` and ``policy_for_user_sent`` read
+    for this turn (read here otherwise).
     """
     name = profile_name if profile_name is not None else active_profile_name(owner=owner)
     if profiles_and_disabled is None:
@@ -268,6 +273,8 @@ def turn_resolution_inputs(
         "system_prompt": None,
         "model": None,
         "named_profiles": named_profiles,
+        # The team policy reaching the owner (docs/policy.md): layer 5 and every call.
+        "policy": policy if policy is not None else policy_for_user(user=owner),
     }
     if agent_profile_id is None:
         return inputs

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from tools_app import agent_profile_views, mcp_account_views, views
+from tools_app.policy import views as policy_views
 
 app_name = "tools"
 
@@ -21,6 +22,12 @@ urlpatterns = [
         "profiles/<str:name>/tools/<str:tool>/remove/",
         views.profile_remove_tool,
         name="profile-remove-tool",
+    ),
+    path("policy/", policy_views.policy_page, name="policy"),
+    path(
+        "policy/rules/<int:rule_id>/revoke/",
+        policy_views.saved_rule_revoke,
+        name="policy-rule-revoke",
     ),
     path("agents/", agent_profile_views.agent_profiles_page, name="agents"),
     path(

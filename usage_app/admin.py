@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from usage_app.models import DefaultBudget, ModelCall, UserBudget
+from usage_app.models import DefaultBudget, GroupBudget, ModelCall, UserBudget
 
 
 @admin.register(UserBudget)
@@ -20,6 +20,14 @@ class DefaultBudgetAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return not DefaultBudget.objects.exists()
+
+
+@admin.register(GroupBudget)
+class GroupBudgetAdmin(admin.ModelAdmin):
+    """A cap per member of a group: a member's budget is the smallest that applies."""
+
+    list_display = ("group", "monthly_usd")
+    search_fields = ("group__name",)
 
 
 @admin.register(ModelCall)

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
-__all__ = ["DefaultBudget", "ModelCall", "UserBudget"]
+__all__ = ["DefaultBudget", "GroupBudget", "ModelCall", "UserBudget"]
 
 _MONEY = {"max_digits": 12, "decimal_places": 2, "validators": [MinValueValidator(Decimal(0))]}
 
@@ -72,3 +72,17 @@ class DefaultBudget(models.Model):
 
     def __str__(self) -> str:
         return "no default limit" if self.monthly_usd is None else f"{self.monthly_usd} USD a month"
+
+
+class GroupBudget(models.Model):
+    """A cap per member of a group per month: a member's budget is the smallest that applies."""
+
+    group = models.OneToOneField("auth.Group", on_delete=models.CASCADE, related_name="budget")
+    monthly_usd = models.DecimalField(
+        "monthly budget per member (USD)",
+        help_text="Each member may spend at most this per calendar month (UTC).",
+        **_MONEY,
+    )
+
+    def __str__(self) -> str:
+        return f"{self.group} — {self.monthly_usd} USD a month per member"

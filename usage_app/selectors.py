@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, Model, Q, QuerySet, Sum, Value
+from django.db.models import Count, Model, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from usage_app.budgets import budget_applies_sql, budget_effective
 from usage_app.models import DefaultBudget, ModelCall, UserBudget
 
 __all__ = [
@@ -96,25 +97,17 @@ def _budget_and_spend_sql(exclude_run: bool) -> str:
         f" WHERE {column(ModelCall, 'user')} = %s AND {column(ModelCall, 'created')} >= %s"
         f"{other_runs}"
     )
-    own = (
-        f"SELECT {column(UserBudget, 'monthly_usd')} FROM {table(UserBudget)}"
-        f" WHERE {column(UserBudget, 'user')} = %s"
-    )
-    default = (
-        f"SELECT {column(DefaultBudget, 'monthly_usd')} FROM {table(DefaultBudget)}"
-        f" ORDER BY {column(DefaultBudget, 'id')} LIMIT 1"
-    )
     # The month's sum only where there is a budget to hold it against.
     return (
         f"SELECT budget, CASE WHEN budget IS NULL THEN NULL ELSE ({spend}) END"
-        f" FROM (SELECT COALESCE(({own}), ({default})) AS budget) AS applies"
+        f" FROM (SELECT {budget_applies_sql()} AS budget) AS applies"
     )
 
 
 def budget_and_spend(
     *, user_id: int, exclude_run_id: int | None = None
 ) -> tuple[Decimal | None, Decimal]:
-    """The user's budget (:func:`budget_for_user`) and, when there is one, this month's
+    """The user's effective budget (:func:`budget_for_user`) and, when there is one, this month's
     spend (:func:`month_spend`; 0 without a budget) in one fixed statement: a turn asks
     before every model call, and on PostgreSQL each query is a round trip (through the
     ORM this query cost ~1 ms of CPU to build, three times the old two)."""
@@ -132,7 +125,7 @@ def budget_and_spend_sent(
     params: list[object] = [user_id, since]
     if exclude_run_id is not None:
         params.append(exclude_run_id)
-    params.append(user_id)
+    params += [user_id, user_id]  # the effective budget's own and group parts
     cursor.execute(_budget_and_spend_sql(exclude_run_id is not None), params)
 
     def answer() -> tuple[Decimal | None, Decimal]:
@@ -143,16 +136,9 @@ def budget_and_spend_sent(
 
 
 def budget_for_user(*, user_id: int) -> Decimal | None:
-    """The user's own monthly budget, else the default one, else None (no limit).
-
-    One query for both (a turn asks before every model call): rank 0 is the user's own.
-    """
-    own = UserBudget.objects.filter(user_id=user_id).annotate(rank=Value(0))
-    default = DefaultBudget.objects.annotate(rank=Value(1))
-    rows = own.values_list("rank", "monthly_usd").union(
-        default.values_list("rank", "monthly_usd"), all=True
-    )
-    return min(rows, key=lambda row: row[0], default=(None, None))[1]
+    """The budget that applies (``usage_app.budgets``: the smallest of the user's own, else
+    the default, and each of their groups'), else None (no limit)."""
+    return budget_effective(user_id=user_id).amount
 
 
 def usage_by_day(*, user_id: int) -> list[dict]:

@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from usage_app.budgets import budget_effective
 from usage_app.selectors import (
     SORT_KEYS,
-    budget_for_user,
     month_label,
     month_spend,
     usage_all_users,
@@ -25,7 +25,8 @@ __all__ = ["usage_all", "usage_all_csv", "usage_mine"]
 @require_GET
 def usage_mine(request: HttpRequest) -> HttpResponse:
     user_id = request.user.pk
-    budget = budget_for_user(user_id=user_id)
+    effective = budget_effective(user_id=user_id)
+    budget = effective.amount
     spent = month_spend(user_id=user_id)
     return render(
         request,
@@ -36,6 +37,7 @@ def usage_mine(request: HttpRequest) -> HttpResponse:
             "models": usage_by_model(user_id=user_id),
             "spent": spent,
             "budget": budget,
+            "budget_source": effective.source,
             "left": None if budget is None else max(budget - spent, 0),
         },
     )

@@ -163,6 +163,18 @@
         always.addEventListener("click", () => decide({ type: "approve", remember: true }));
         box.append(always);
       }
+      if (event.user_may_allow && event.suggestion) {
+        // A saved rule (Account lists and revokes it): the pattern is shown and editable.
+        const pattern = el("input", "always-pattern");
+        pattern.value = event.suggestion;
+        pattern.setAttribute("aria-label", "Always allow pattern");
+        const saved = el("button", "always-allow", "Always allow");
+        saved.type = "button";
+        saved.title = "Approve, and never ask again for calls matching this pattern";
+        saved.addEventListener("click", () => decide({ type: "approve", always_allow: pattern.value }));
+        box.append(pattern, saved);
+      }
+      if (event.rule) box.append(el("span", "approval-rule muted", `Asked by ${event.rule}`));
       box.append(hint);
       box.addEventListener("keydown", (e) => {
         if (e.key === "Escape") { e.preventDefault(); deny.click(); }

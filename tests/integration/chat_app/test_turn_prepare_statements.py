@@ -16,8 +16,9 @@ from tools_app.models import AgentProfile, Tool, ToolProfile
 
 pytestmark = pytest.mark.django_db
 
-BASE_STATEMENTS = 10
-"""Conversation lock, profiles + global disables (one), running runs, the turn limits
+BASE_STATEMENTS = 11
+"""Conversation lock, profiles + global disables (one), the team policy (one: rules,
+marks and the switch, ``tools_app.policy.selectors.policy_for_user``), running runs, the turn limits
 (one: owner lock, running count and the last minute's starts), INSERT run, INSERT
 message, one conversation UPDATE (title, updated and the composer's choices), history,
 the budget, INSERT the turn's first event (its user_message, seq 1: the turn then writes
@@ -48,7 +49,7 @@ def _prepare(user, conversation_id, **options):
     )
 
 
-def test_a_turn_start_as_the_socket_sends_it_costs_ten_statements(alice):
+def test_a_turn_start_as_the_socket_sends_it_costs_eleven_statements(alice):
     conversation = conversation_create(owner=alice, model="offline")
     with CaptureQueriesContext(connection) as queries:
         _prepare(alice, conversation.pk, model="offline")
