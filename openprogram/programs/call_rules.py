@@ -73,7 +73,13 @@ def redirect_refusal(url: str) -> str | None:
 
 
 def suggestion(tool: AgentTool, args: dict[str, Any]) -> str:
-    """The "always allow" pattern an approval card offers for this call, e.g. ``bash: git status``."""
+    """The "always allow" pattern an approval card offers for this call, e.g. ``bash: git status``.
+
+    Empty for an MCP tool: its server may change what it does under the same name, so
+    only an admin's rule may allow it.
+    """
+    if tool.source == "mcp":
+        return ""
     if tool.name == "bash":
         words = simple_command(args.get("command", ""))
         return f"bash: {words}" if words else "bash"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from openprogram.programs.rules import PolicySet
 from openprogram_site.api_errors import NotFoundError, UnprocessableError
 from tests.integration.tools_app.conftest import MISSING_ENV, TOOL_NAMES
 from tools_app import agent_profile_services, selectors, services
@@ -44,6 +45,7 @@ def test_turn_inputs_for_a_plain_profile(alice, admin_user):
         "system_prompt": None,
         "model": None,
         "named_profiles": {"lean": ["read_notes"]},
+        "policy": PolicySet(),  # no team policy rules yet (tools_app.policy)
     }
 
 
