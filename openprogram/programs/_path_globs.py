@@ -3,8 +3,8 @@
 Contract:
 
 1. :func:`normalised_path` turns the path a file tool was given into the relative path
-   the workspace resolver opens: ``.`` and empty components dropped, ``""`` for the
-   workspace itself. An absolute path, a ``~`` start, a NUL byte or **any** ``..``
+   the workspace resolver opens (its own ``path_parts``): ``.`` and empty components
+   dropped, ``""`` for the workspace itself. An absolute path, a ``~`` start, a NUL byte or **any** ``..``
    component gives None: such a path is never matched by an *allow* glob (it falls
    through to the tool's default), and always by a *deny* or *ask* glob. So
    ``docs/../secrets/key`` never passes a ``docs/**`` allow.
@@ -41,13 +41,20 @@ _WILD = frozenset("*?[")
 
 
 def normalised_path(path: object) -> str | None:
-    """The workspace-relative path a file tool opens, or None when it cannot be trusted."""
-    if not isinstance(path, str) or "\x00" in path or path.startswith(("/", "~", "\\")):
+    """The workspace-relative path a file tool opens, or None when it cannot be trusted.
+
+    The file tools' own reading (``security.workspace_fs.path_parts``, the race-free
+    resolver's step 1), so a condition sees exactly the names the tool will open; a
+    path the resolver refuses (absolute, ``~``, NUL, any ``..``) is None here.
+    """
+    from openprogram.security.workspace_fs import WorkspacePathRefused, path_parts
+
+    if path == ".":
+        return ""
+    try:
+        return "/".join(path_parts(path))  # type: ignore[arg-type]
+    except WorkspacePathRefused:
         return None
-    parts = [part for part in path.split("/") if part not in ("", ".")]
-    if ".." in parts:
-        return None
-    return "/".join(parts)
 
 
 def _component_regex(component: str) -> str:
