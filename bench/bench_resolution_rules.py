@@ -15,6 +15,7 @@ scope (exact names, globs over MCP servers, conditional rules), it reports:
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
@@ -67,12 +68,15 @@ def _rules(names: list[str], seed: int) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-def _median_ms(fn: Callable[[], object], rounds: int = _ROUNDS) -> float:
+def _median_ms(fn: Callable[[], object], rounds: int = _ROUNDS, *, cpu: bool = False) -> float:
+    """Median wall time (or CPU time: ``time.process_time``, which load does not inflate
+    as much) of ``fn`` in milliseconds."""
+    clock = time.process_time if cpu else time.perf_counter
     samples = []
     for _ in range(rounds):
-        started = time.perf_counter()
+        started = clock()
         fn()
-        samples.append(time.perf_counter() - started)
+        samples.append(clock() - started)
     return statistics.median(samples) * 1000
 
 
@@ -95,6 +99,10 @@ def _row(size: int) -> list[object]:
         plain = _median_ms(lambda: agent_tools(**kwargs))
         agent_tools(**kwargs, policy=PolicySet(rules=rules))
         repeated = _median_ms(lambda: agent_tools(**kwargs, policy=PolicySet(rules=rules)))
+        plain_cpu = _median_ms(lambda: agent_tools(**kwargs), cpu=True)
+        repeated_cpu = _median_ms(
+            lambda: agent_tools(**kwargs, policy=PolicySet(rules=rules)), cpu=True
+        )
         cold_samples = []
         for index in range(9):
             fresh = PolicySet(rules=(*rules[:-1], Rule("extra", "deny", id=f"new{index}")))
@@ -114,6 +122,7 @@ def _row(size: int) -> list[object]:
         len(rules),
         f"{plain:.3f}",
         f"{repeated:.3f}",
+        f"{repeated_cpu - plain_cpu:.3f}",
         f"{cold:.3f}",
         f"{per_call:.1f}",
         f"{len(offered):,}",
@@ -129,9 +138,11 @@ def main() -> None:
             "rules",
             "no policy median ms",
             "with policy median ms (repeated policy)",
+            "the policy's CPU ms (with minus without)",
             "new policy, first resolution ms",
             "one call's verdict µs",
             "offered with policy",
         ],
         [_row(size) for size in _SIZES],
     )
+    print(f"load average during the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
