@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts.models import ApiToken, UserPreferences
 from accounts.preferences import preferences_get, preferences_update
 from accounts.services import api_token_create
+from openprogram.security.workspace_quota import user_workspace_usage
 from openprogram_site.api_errors import DomainError
 
 __all__ = ["account_page", "api_token_revoke"]
@@ -75,6 +76,7 @@ def account_page(request: HttpRequest) -> HttpResponse:
             "new_token": new_token,
             "token_error": token_error,
             "settings_error": settings_error,
+            "workspace_usage": user_workspace_usage(request.user.pk),
             **_settings_context(request),
         },
         status=status,

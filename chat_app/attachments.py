@@ -16,6 +16,9 @@ Contract of :func:`attachment_save`:
    for everything in ``uploads``: refused with 413, nothing kept. The new file is
    created at its announced size *before* the folder is totalled, so two uploads racing
    each other both count the other and cannot together pass the folder limit.
+5. The workspace quota (``openprogram.security.workspace_quota``) is reserved for the
+   announced size before the file is created and settled to what it takes: an upload
+   that would pass it is refused with 413.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -31,6 +35,12 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from chat_app.selectors import workspace_for
 from openprogram.security.workspace_fs import list_directory, open_directory, open_root
+from openprogram.security.workspace_quota import (
+    WorkspaceOverQuota,
+    estimate,
+    file_bytes,
+    quota_write,
+)
 from openprogram_site.api_errors import ConflictError, DomainError
 
 __all__ = ["UPLOADS_DIR", "AttachmentTooLarge", "SavedAttachment", "attachment_save"]
@@ -101,32 +111,60 @@ def attachment_save(
     limit = settings.CHAT_ATTACHMENT_MAX_BYTES
     if size > limit:
         raise AttachmentTooLarge(f"the file is {size} bytes; attachments may be {limit} at most")
-    directory_fd = _open_uploads(workspace_for(user=user))
+    workspace = workspace_for(user=user)
+    directory_fd = _open_uploads(workspace)
     total = settings.CHAT_UPLOADS_MAX_BYTES
     try:
-        saved, fd = _create_exclusive(directory_fd, _clean_name(name))
-        written = 0
-        try:
-            with os.fdopen(fd, "wb") as out:
-                # Reserve the announced size first (a sparse file): a concurrent upload's
-                # total now includes this one, as this one's includes it (contract 4).
-                out.truncate(size)
-                if _uploads_used(directory_fd) > total:
-                    raise AttachmentTooLarge(
-                        f"your {UPLOADS_DIR}/ folder would exceed {total} bytes; "
-                        "delete older files first"
-                    )
-                for chunk in chunks:
-                    written += len(chunk)
-                    if written > limit:
-                        raise AttachmentTooLarge(f"attachments may be {limit} bytes at most")
-                    if written > size:  # more than reserved: the folder total would not hold
-                        raise AttachmentTooLarge(f"the file is larger than its {size} bytes")
-                    out.write(chunk)
-                out.truncate(written)
-        except BaseException:
-            os.unlink(saved, dir_fd=directory_fd)
-            raise
+        with _quota_held(workspace, size) as settle:
+            saved, written = _write(directory_fd, name, size, chunks, total, settle)
     finally:
         os.close(directory_fd)
     return SavedAttachment(path=f"{UPLOADS_DIR}/{saved}", name=saved, size=written)
+
+
+@contextmanager
+def _quota_held(workspace: Path, size: int) -> Iterator[Callable[[int], None]]:
+    """The workspace quota reserved for ``size`` bytes (contract 5), refused with 413."""
+    try:
+        with quota_write(workspace, adds=estimate(size)) as settle:
+            yield settle
+    except WorkspaceOverQuota as exc:
+        raise AttachmentTooLarge(str(exc)) from None
+
+
+def _write(
+    directory_fd: int,
+    name: str,
+    size: int,
+    chunks: Iterable[bytes],
+    total: int,
+    settle: Callable[[int], None],
+) -> tuple[str, int]:
+    """Contracts 2 and 4: the new file, written and settled; ``(its name, its size)``."""
+    limit = settings.CHAT_ATTACHMENT_MAX_BYTES
+    saved, fd = _create_exclusive(directory_fd, _clean_name(name))
+    written = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            # Reserve the announced size first (a sparse file): a concurrent upload's
+            # total now includes this one, as this one's includes it (contract 4).
+            out.truncate(size)
+            if _uploads_used(directory_fd) > total:
+                raise AttachmentTooLarge(
+                    f"your {UPLOADS_DIR}/ folder would exceed {total} bytes; "
+                    "delete older files first"
+                )
+            for chunk in chunks:
+                written += len(chunk)
+                if written > limit:
+                    raise AttachmentTooLarge(f"attachments may be {limit} bytes at most")
+                if written > size:  # more than reserved: the folder total would not hold
+                    raise AttachmentTooLarge(f"the file is larger than its {size} bytes")
+                out.write(chunk)
+            out.truncate(written)
+            out.flush()
+            settle(file_bytes(os.fstat(out.fileno())))
+    except BaseException:
+        os.unlink(saved, dir_fd=directory_fd)
+        raise
+    return saved, written

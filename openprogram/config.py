@@ -40,6 +40,8 @@ class Config:
     """The bubblewrap binary that confines every process a tool starts."""
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
     """Memory, CPU, processes, file size and /tmp of each sandboxed call."""
+    workspace_quota_bytes: int = 2 * 1024**3
+    """Disk space one workspace may take (security/workspace_quota.py); 0: no quota."""
 
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
@@ -85,6 +87,7 @@ def configure(
     shell_staff_only: bool = False,
     bwrap: str = "bwrap",
     sandbox_limits: SandboxLimits | None = None,
+    workspace_quota_bytes: int = 2 * 1024**3,
 ) -> Config:
     global _config
     home_path = Path(home).expanduser().resolve()
@@ -103,6 +106,7 @@ def configure(
         shell_staff_only=shell_staff_only,
         bwrap=bwrap,
         sandbox_limits=sandbox_limits or SandboxLimits(),
+        workspace_quota_bytes=workspace_quota_bytes,
     )
     return _config
 

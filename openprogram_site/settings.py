@@ -295,6 +295,11 @@ OPENPROGRAM_SANDBOX_CPU_SECONDS = env_int("OPENPROGRAM_SANDBOX_CPU_SECONDS", 60,
 OPENPROGRAM_SANDBOX_PROCESSES = env_int("OPENPROGRAM_SANDBOX_PROCESSES", 256, minimum=8)
 OPENPROGRAM_SANDBOX_FILE_MB = env_int("OPENPROGRAM_SANDBOX_FILE_MB", 1024, minimum=1)
 OPENPROGRAM_SANDBOX_TMP_MB = env_int("OPENPROGRAM_SANDBOX_TMP_MB", 256, minimum=1)
+# Disk space one workspace may take (file tools and uploads exact, bash measured after
+# each call); 0 turns the quota off.
+OPENPROGRAM_WORKSPACE_QUOTA_BYTES = env_int(
+    "OPENPROGRAM_WORKSPACE_QUOTA_BYTES", 2 * 1024**3, minimum=0
+)
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
 # Tools "allow for this conversation" never covers (MCP tools and argument-dependent rules
 # always ask too; chat_app/approvals.py).

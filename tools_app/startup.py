@@ -29,6 +29,7 @@ def framework_configure() -> None:
         shell_staff_only=settings.OPENPROGRAM_SHELL_STAFF_ONLY,
         bwrap=settings.OPENPROGRAM_BWRAP,
         sandbox_limits=sandbox_limits_from_settings(),
+        workspace_quota_bytes=settings.OPENPROGRAM_WORKSPACE_QUOTA_BYTES,
     )
 
 

@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from openprogram.security.workspace_quota import user_workspace_usage
 from openprogram_site.api_errors import DomainError, UnprocessableError
 from tools_app import presenters, selectors, services
 from tools_app.models import Tool
@@ -134,6 +135,7 @@ def programs_page(request: HttpRequest) -> HttpResponse:
         "toolsets": toolsets,
         "states": _STATES,
         "notices": server_notices(),
+        "workspace_usage": user_workspace_usage(request.user.pk),
     }
     return render(request, "tools_app/programs.html", context)
 

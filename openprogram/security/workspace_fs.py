@@ -364,8 +364,8 @@ def refuse_hard_links(st: os.stat_result, *, user_path: str) -> None:
         )
 
 
-def replace_file(dir_fd: int, name: str, data: bytes, *, mode: int | None = None) -> None:
-    """Step 5: ``data`` becomes the file ``name`` in ``dir_fd``, atomically.
+def replace_file(dir_fd: int, name: str, data: bytes, *, mode: int | None = None) -> os.stat_result:
+    """Step 5: ``data`` becomes the file ``name`` in ``dir_fd``, atomically; its ``fstat``.
 
     ``mode`` keeps an existing file's permissions; a new file gets ``0o666`` less the
     umask, as ``open()`` would give it.
@@ -380,6 +380,7 @@ def replace_file(dir_fd: int, name: str, data: bytes, *, mode: int | None = None
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
+            written = os.fstat(fd)
         finally:
             os.close(fd)
         os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -387,6 +388,7 @@ def replace_file(dir_fd: int, name: str, data: bytes, *, mode: int | None = None
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=dir_fd)
         raise
+    return written
 
 
 # --- step 6: walking -------------------------------------------------------------------

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
+from openprogram.security import workspace_quota
 from openprogram.security.workspace_fs import open_root
 from openprogram.workspace import current_workspace
 
-__all__ = ["SKIPPED_DIRS", "compile_glob", "looks_binary", "workspace_fd"]
+__all__ = ["SKIPPED_DIRS", "compile_glob", "looks_binary", "quota_write", "workspace_fd"]
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
 """Directories the search tools do not descend into (noise, and often huge)."""
 SNIFF_BYTES = 8192
+
+
+def quota_write(*, adds: int) -> AbstractContextManager[Callable[[int], None]]:
+    """The current workspace's quota held for a write (security/workspace_quota.py)."""
+    return workspace_quota.quota_write(current_workspace(), adds=adds)
 
 
 @contextmanager

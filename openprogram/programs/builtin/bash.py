@@ -46,6 +46,7 @@ from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
 from openprogram.security.confinement import Confined, confine
 from openprogram.security.sandbox import sandbox_problem
+from openprogram.security.workspace_quota import shell_usage_note
 from openprogram.workspace import current_workspace
 
 __all__ = ["bash", "scrubbed_environment", "shell_allowed", "shell_disabled_reason"]
@@ -239,6 +240,7 @@ async def bash(
     if stopped is not None:
         text += f"\n{stopped}"
     text += f"\n[exit code {exit_code}]"
+    text += await asyncio.to_thread(shell_usage_note, Path(workspace))  # the workspace quota
     data: dict[str, Any] = {"exit_code": exit_code}
     if stopped is not None:
         data["stopped"] = stopped

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from openprogram.programs.builtin._fs import workspace_fd
+from openprogram.programs.builtin._fs import quota_write, workspace_fd
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
 from openprogram.security.workspace_fs import (
@@ -16,6 +16,7 @@ from openprogram.security.workspace_fs import (
     replace_file,
     shown_path,
 )
+from openprogram.security.workspace_quota import estimate, file_bytes
 
 __all__ = ["edit"]
 
@@ -95,7 +96,10 @@ def _edit_in(
         if replace_all
         else text.replace(old_string, new_string, 1)
     )
-    replace_file(directory, parts[-1], updated.encode("utf-8"), mode=st.st_mode)
+    data = updated.encode("utf-8")
+    with quota_write(adds=estimate(len(data)) - file_bytes(st)) as settle:
+        written = replace_file(directory, parts[-1], data, mode=st.st_mode)
+        settle(file_bytes(written) - file_bytes(st))
     shown = shown_path(parts)
     replaced = count if replace_all else 1
     return ToolReturn(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from openprogram.programs.builtin._fs import workspace_fd
+from openprogram.programs.builtin._fs import quota_write, workspace_fd
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
 from openprogram.security.workspace_fs import (
@@ -14,6 +14,7 @@ from openprogram.security.workspace_fs import (
     replace_file,
     shown_path,
 )
+from openprogram.security.workspace_quota import estimate, file_bytes
 
 __all__ = ["write"]
 
@@ -39,7 +40,11 @@ def write(path: str, content: str) -> ToolReturn:
         directory = open_parent(root, parts, user_path=path, create=True)
         try:
             existing = existing_target(directory, parts, user_path=path)
-            replace_file(directory, parts[-1], data, mode=existing.st_mode if existing else None)
+            with quota_write(adds=estimate(len(data)) - file_bytes(existing)) as settle:
+                written = replace_file(
+                    directory, parts[-1], data, mode=existing.st_mode if existing else None
+                )
+                settle(file_bytes(written) - file_bytes(existing))
         finally:
             os.close(directory)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)

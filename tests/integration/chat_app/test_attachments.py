@@ -212,3 +212,15 @@ def test_a_form_django_finds_suspicious_gets_the_apis_json_error(alice_client, s
     )
     assert response.status_code == 400
     assert "The request was refused" in response.json()["detail"]
+
+
+def test_an_upload_past_the_workspace_quota_is_refused_and_nothing_is_kept(alice_client, alice):
+    config.configure(
+        home=config.get_config().home,
+        workspaces_dir=config.get_config().workspaces_dir,
+        workspace_quota_bytes=16 * 1024,
+    )
+    assert _upload(alice_client, "a.bin", b"x" * 10_000).status_code == 201
+    response = _upload(alice_client, "b.bin", b"y" * 10_000)
+    assert response.status_code == 413 and "the workspace is full" in response.json()["detail"]
+    assert sorted(p.name for p in (workspace_for(user=alice) / "uploads").iterdir()) == ["a.bin"]

@@ -131,3 +131,21 @@ def test_a_staff_only_shell_is_hidden_from_other_users(home):
         if row["name"] == "bash"
     ]
     assert "limited to staff" in row["reason"]
+
+
+async def test_a_shell_call_that_fills_the_workspace_is_measured_and_writes_wait(as_alice):
+    from openprogram.programs.builtin.write import write
+
+    config.configure(
+        home=config.get_config().home,
+        workspaces_dir=config.get_config().workspaces_dir,
+        workspace_quota_bytes=64 * 1024,
+    )
+    filled = await _run("head -c 100000 /dev/urandom > big.bin; echo done")
+    assert "done" in filled and "over its quota" in filled
+    refused = await write._agent_tool.execute("w1", {"path": "a.txt", "content": "x"})
+    assert refused.is_error and "the workspace is full" in refused.content
+    freed = await _run("rm big.bin; echo freed")
+    assert "freed" in freed and "over its quota" not in freed
+    allowed = await write._agent_tool.execute("w2", {"path": "a.txt", "content": "x"})
+    assert not allowed.is_error, allowed.content
