@@ -166,7 +166,7 @@ def test_hundreds_of_file_tool_calls_during_a_swap_loop_never_escape(server):
     secret_key = (server.home / "secret_key").read_text().strip()
     host_victim = server.home / "victim.txt"
     host_victim.write_text("VICTIM canary of the data directory\n")
-    before = sorted(p.name for p in server.home.iterdir())
+    before = sorted(p.name for p in server.home.iterdir() if p.name != "quota")
 
     started = time.monotonic()
     output, finished = asyncio.run(_race(alice_swapper, alice, workspace / "stop"))
@@ -187,7 +187,9 @@ def test_hundreds_of_file_tool_calls_during_a_swap_loop_never_escape(server):
         outcomes[(frame["name"], "refused" if frame["is_error"] else "ok")] += 1
     # Nothing written in the data directory, its files unchanged.
     assert host_victim.read_text() == "VICTIM canary of the data directory\n"
-    assert sorted(p.name for p in server.home.iterdir()) == before
+    # (quota/ holds the workspace-usage records, made by the server after the shell call)
+    assert sorted(p.name for p in server.home.iterdir() if p.name != "quota") == before
+    assert not [p for p in server.home.rglob("PWNED_*") if "workspaces" not in p.parts]
     # The race was live: every tool both met the directory and met the symlink.
     for tool in ("read", "write", "edit", "list_dir", "glob", "grep"):
         assert outcomes[(tool, "ok")] > 0 and outcomes[(tool, "refused")] > 0, outcomes
