@@ -42,6 +42,10 @@ class Config:
     """Memory, CPU, processes, file size and /tmp of each sandboxed call."""
     workspace_quota_bytes: int = 2 * 1024**3
     """Disk space one workspace may take (security/workspace_quota.py); 0: no quota."""
+    sandbox_uid: int = 65534
+    sandbox_gid: int = 65534
+    """Who sandboxed processes are on the host when the server runs as root (else the
+    server's own user): never root."""
 
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
@@ -88,6 +92,8 @@ def configure(
     bwrap: str = "bwrap",
     sandbox_limits: SandboxLimits | None = None,
     workspace_quota_bytes: int = 2 * 1024**3,
+    sandbox_uid: int = 65534,
+    sandbox_gid: int = 65534,
 ) -> Config:
     global _config
     home_path = Path(home).expanduser().resolve()
@@ -107,6 +113,8 @@ def configure(
         bwrap=bwrap,
         sandbox_limits=sandbox_limits or SandboxLimits(),
         workspace_quota_bytes=workspace_quota_bytes,
+        sandbox_uid=sandbox_uid,
+        sandbox_gid=sandbox_gid,
     )
     return _config
 

@@ -300,6 +300,9 @@ OPENPROGRAM_SANDBOX_TMP_MB = env_int("OPENPROGRAM_SANDBOX_TMP_MB", 256, minimum=
 OPENPROGRAM_WORKSPACE_QUOTA_BYTES = env_int(
     "OPENPROGRAM_WORKSPACE_QUOTA_BYTES", 2 * 1024**3, minimum=0
 )
+# Who a root server's sandboxed processes become (never root; docs/security.md#not-root).
+OPENPROGRAM_SANDBOX_UID = env_int("OPENPROGRAM_SANDBOX_UID", 65534, minimum=1)
+OPENPROGRAM_SANDBOX_GID = env_int("OPENPROGRAM_SANDBOX_GID", 65534, minimum=1)
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
 # Tools "allow for this conversation" never covers (MCP tools and argument-dependent rules
 # always ask too; chat_app/approvals.py).

@@ -30,6 +30,8 @@ def framework_configure() -> None:
         bwrap=settings.OPENPROGRAM_BWRAP,
         sandbox_limits=sandbox_limits_from_settings(),
         workspace_quota_bytes=settings.OPENPROGRAM_WORKSPACE_QUOTA_BYTES,
+        sandbox_uid=settings.OPENPROGRAM_SANDBOX_UID,
+        sandbox_gid=settings.OPENPROGRAM_SANDBOX_GID,
     )
 
 

@@ -3,11 +3,15 @@
 The argv :func:`confine` builds runs, in this order (each step ``exec``\\ s the next):
 
 1. ``/bin/sh`` joining the call's cgroup (:mod:`openprogram.security.cgroups`), when the
-   host has one;
+   host has one — while still root, when the server is;
 2. ``prlimit`` with the per-process limits (:mod:`openprogram.security.sandbox_limits`);
-3. ``bwrap`` (:func:`openprogram.security.sandbox.sandbox_argv`) with ``/tmp`` a tmpfs
+3. when the server is root: ``unshare --mount`` and ``mount --bind`` of the workspace
+   on a fixed path the sandbox user can reach (only in this call's mount namespace), then
+   ``setpriv`` switching for good to the unprivileged sandbox user
+   (:mod:`openprogram.security.sandbox_user`);
+4. ``bwrap`` (:func:`openprogram.security.sandbox.sandbox_argv`) with ``/tmp`` a tmpfs
    of the configured size;
-4. with ``report_tmp`` (a ``sh -c`` / ``bash -c`` command), an ``EXIT`` trap in that shell that
+5. with ``report_tmp`` (a ``sh -c`` / ``bash -c`` command), an ``EXIT`` trap in that shell that
    reports on a pipe whether ``/tmp`` is full (the tmpfs is gone afterwards, so it can
    only be seen from inside).
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,14 +39,28 @@ from openprogram.security.sandbox_limits import (
     limit_sentence,
     prlimit_prefix,
 )
+from openprogram.security.sandbox_user import (
+    SandboxUser,
+    sandbox_user,
+    setpriv_prefix,
+    workspace_hand_over,
+)
 
 __all__ = ["Confined", "confine", "sandbox_report", "sandbox_status"]
 
 logger = logging.getLogger(__name__)
 
-_TMP_REPORT = (
-    "trap 'printf x 2>/dev/null >/tmp/.openprogram-probe || echo tmp-full >/dev/fd/{fd}' EXIT; "
+_WORKSPACE_MOUNT = (
+    "/run/openprogram-sandbox" if os.path.isdir("/run") else "/tmp/openprogram-sandbox"
 )
+"""An empty root-owned directory; each root server's call binds its workspace here in a
+mount namespace of its own."""
+_MOUNT = (
+    'mount --bind -- "$1" "$2" || { echo "openprogram: could not mount the workspace" >&2; '
+    'exit 125; }; shift 2; exec "$@"'
+)
+
+_TMP_REPORT = "trap 'printf x 2>/dev/null >/tmp/.openprogram-probe || echo tmp-full >&{fd}' EXIT; "
 """Prefixed to a ``sh -c`` script: once it ends, a one-byte write tells whether /tmp is full
 (the tmpfs is gone afterwards, so it can only be seen from inside). A builtin in an EXIT
 trap of the command's own shell: no extra process, and the exit status is kept."""
@@ -104,16 +123,28 @@ def confine(
     network: bool = False,
     bwrap: str = "bwrap",
     report_tmp: bool = False,
+    user: SandboxUser | None = None,
 ) -> Confined:
-    """Everything needed to run ``command`` confined to ``workspace`` within ``limits``."""
+    """Everything needed to run ``command`` confined to ``workspace`` within ``limits``.
+
+    ``user`` defaults to the configured sandbox user (:mod:`openprogram.security.sandbox_user`);
+    when the server is root the workspace is handed over to it first. Blocking file-system
+    work (the hand-over walk, the cgroup): call it off the event loop.
+    """
+    config = get_config()
+    if user is None:
+        user = sandbox_user(uid=config.sandbox_uid, gid=config.sandbox_gid)
+    workspace_hand_over(
+        workspace, user, workspaces=config.workspaces_dir or config.home / "workspaces"
+    )
     inner = list(command)
-    pass_fds: tuple[int, ...] = ()
     report_read: int | None = None
+    pass_fds: tuple[int, ...] = ()
     if report_tmp:
         if len(inner) != 3 or inner[1] != "-c":
             raise ValueError("report_tmp needs a shell command: [shell, '-c', script]")
         report_read, report_write = os.pipe()
-        pass_fds = (report_write,)
+        pass_fds = (*pass_fds, report_write)
         inner[2] = _TMP_REPORT.format(fd=report_write) + inner[2]
     boxed = sandbox_argv(
         inner,
@@ -121,16 +152,48 @@ def confine(
         network=network,
         bwrap=bwrap,
         tmp_bytes=limits.tmp_bytes,
+        user=user,
+        workspace_source=_WORKSPACE_MOUNT if user.switch else None,
     )
     cgroup = _call_cgroup(limits)
     prefix = cgroup.join_prefix() if cgroup is not None else []
+    # The cgroup is joined while still root; the switch to the sandbox user comes after.
     return Confined(
-        argv=[*prefix, *prlimit_prefix(limits), *boxed],
+        argv=[
+            *prefix,
+            *prlimit_prefix(limits),
+            *(_workspace_mount_prefix(workspace) if user.switch else []),
+            *setpriv_prefix(user),
+            *boxed,
+        ],
         limits=limits,
         cgroup=cgroup,
         pass_fds=pass_fds,
         _report_read=report_read,
     )
+
+
+def _workspace_mount_prefix(workspace: Path) -> list[str]:
+    """As root, in a private mount namespace: the workspace bound at a path anyone may reach.
+
+    bwrap, already the sandbox user, must find the workspace by path, and the data
+    directory above it is root's alone (0700). This mount lives only in the call's own
+    mount namespace; the host never sees it.
+    """
+    os.makedirs(_WORKSPACE_MOUNT, mode=0o755, exist_ok=True)
+    return [
+        shutil.which("unshare") or "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        _MOUNT,
+        "sh",
+        str(Path(workspace).resolve()),
+        _WORKSPACE_MOUNT,
+    ]
 
 
 def _call_cgroup(limits: SandboxLimits) -> CallCgroup | None:
@@ -166,7 +229,22 @@ def sandbox_status(limits: SandboxLimits, *, bwrap: str = "bwrap") -> list[tuple
         ("CPU", f"{limits.cpu_seconds} s", "per process (rlimit, SIGXCPU then SIGKILL)"),
         ("largest file", format_size(limits.file_bytes), "per process (rlimit, SIGXFSZ)"),
         ("/tmp", format_size(limits.tmp_bytes), "private tmpfs per call"),
+        _user_row(),
     ]
+
+
+def _user_row() -> tuple[str, str, str]:
+    config = get_config()
+    try:
+        user = sandbox_user(uid=config.sandbox_uid, gid=config.sandbox_gid)
+    except ValueError as exc:
+        return ("user", "none", str(exc))
+    how = (
+        "the server is root: each call switches to it (setpriv) before bwrap"
+        if user.switch
+        else "the server's own user, mapped to itself"
+    )
+    return ("user", f"{user.uid}:{user.gid}", how)
 
 
 def sandbox_report(limits: SandboxLimits | None = None) -> None:

@@ -18,7 +18,8 @@ that it can start at all):
 4. a private ``/tmp`` (tmpfs, gone with the call, of ``tmp_bytes`` when given), a fresh
    ``/proc`` and a minimal, read-only ``/dev`` whose ``/dev/shm`` is a tmpfs of at most
    64 MiB (never larger than ``/tmp``): no writable file system is unbounded;
-5. new PID, IPC, UTS, cgroup and user namespaces; all capabilities dropped; a new
+5. new PID, IPC, UTS, cgroup and user namespaces (with ``user``: the host uid and gid
+   mapped to themselves, and no nested user namespaces); all capabilities dropped; a new
    terminal session (no TIOCSTI into the server's terminal);
 6. ``--die-with-parent``: if the server process dies — even ``kill -9`` — the kernel
    kills the sandbox's init, and with it every process in its PID namespace;
@@ -37,8 +38,11 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from openprogram.security.sandbox_user import SandboxUser, sandbox_user, setpriv_prefix
 
 __all__ = ["sandbox_argv", "sandbox_problem"]
 
@@ -89,13 +93,25 @@ def sandbox_argv(
     network: bool = False,
     bwrap: str = "bwrap",
     tmp_bytes: int | None = None,
+    user: SandboxUser | None = None,
+    workspace_source: str | None = None,
 ) -> list[str]:
     """The bwrap argv that runs ``command`` confined to ``workspace`` (see the module doc).
 
     ``tmp_bytes`` caps the private ``/tmp`` (bwrap's ``--size``, which must come directly
-    before its ``--tmpfs``); writers past it get ``ENOSPC``.
+    before its ``--tmpfs``); writers past it get ``ENOSPC``. ``user``: the uid and gid the
+    process has on the host (see :mod:`openprogram.security.sandbox_user`), mapped to
+    themselves inside a new user namespace that the command cannot nest.
+    ``workspace_source``: where bwrap finds the workspace when not at its real path (a
+    root server's mount of it that the sandbox user can reach; see ``confinement``).
     """
     root = str(Path(workspace).resolve())
+    users = (
+        ["--unshare-user", "--uid", str(user.uid), "--gid", str(user.gid), "--disable-userns"]
+        if user is not None
+        else ["--unshare-user-try"]
+    )
+    bind = ["--bind", workspace_source or root]
     tmp_size = ["--size", str(tmp_bytes)] if tmp_bytes is not None else []
     # bwrap's /dev is a writable tmpfs as large as the host allows: freeze it, and give
     # /dev/shm (POSIX semaphores, shared memory) a small tmpfs of its own.
@@ -104,7 +120,7 @@ def sandbox_argv(
         shutil.which(bwrap) or bwrap,
         "--die-with-parent",
         "--new-session",
-        "--unshare-user-try",
+        *users,
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
@@ -128,8 +144,7 @@ def sandbox_argv(
         *tmp_size,
         "--tmpfs",
         "/tmp",
-        "--bind",
-        root,
+        *bind,
         root,
         "--chdir",
         root,
@@ -149,7 +164,11 @@ def sandbox_argv(
 
 @functools.lru_cache(maxsize=8)
 def sandbox_problem(bwrap: str = "bwrap") -> str | None:
-    """None when a sandbox can start here; else a reason a person can act on. Cached."""
+    """None when a sandbox can start here, as the configured sandbox user; else a reason a
+    person can act on. Cached (``sandbox_problem.cache_clear()`` after reconfiguring)."""
+    from openprogram.config import get_config
+
+    config = get_config()
     binary = shutil.which(bwrap)
     if binary is None:
         return (
@@ -161,14 +180,31 @@ def sandbox_problem(bwrap: str = "bwrap") -> str | None:
             "the shell sandbox is unavailable: 'prlimit' is not installed; "
             "install the Debian package 'util-linux'"
         )
-    probe_dir = Path(os.environ.get("TMPDIR") or "/tmp")
-    argv = sandbox_argv(["/bin/sh", "-c", "exit 0"], workspace=probe_dir, bwrap=binary)
     try:
-        done = subprocess.run(
-            argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
+        user = sandbox_user(uid=config.sandbox_uid, gid=config.sandbox_gid)
+    except ValueError as exc:
+        return f"the shell sandbox is unavailable: {exc}"
+    setpriv = setpriv_prefix(user)
+    if setpriv and shutil.which("setpriv") is None:
+        return (
+            "the shell sandbox is unavailable: 'setpriv' is not installed; "
+            "install the Debian package 'util-linux'"
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"the shell sandbox cannot start: {type(exc).__name__}: {exc}"
+    with tempfile.TemporaryDirectory(prefix="openprogram-probe-") as probe_dir:
+        if user.switch:
+            os.chown(probe_dir, user.uid, user.gid)
+        argv = [
+            *setpriv,
+            *sandbox_argv(
+                ["/bin/sh", "-c", "exit 0"], workspace=Path(probe_dir), bwrap=binary, user=user
+            ),
+        ]
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the shell sandbox cannot start: {type(exc).__name__}: {exc}"
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
         return f"the shell sandbox cannot start here: bwrap said {detail[0]!r}"

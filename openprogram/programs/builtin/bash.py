@@ -13,6 +13,8 @@ Safety, in the order it applies:
   turn's workspace is the only user data it can see and the only place it can write,
   ``/tmp`` is private, there is no network unless the deployment opts in, and killing
   the server (even ``kill -9``) kills everything in the sandbox;
+* it is never root on the host: a root server switches the process to the unprivileged
+  sandbox user before bubblewrap starts (``openprogram/security/sandbox_user.py``);
 * each call is bounded (``openprogram/security/confinement.py``): memory and processes
   of its whole tree (a cgroup per call, where the host has one), CPU time, file size
   and address space per process (``prlimit``), and the size of ``/tmp``; a limit hit
@@ -224,7 +226,8 @@ async def bash(
     if problem is not None:  # checked again at call time: never run unconfined
         raise PermissionError(problem)
     workspace = str(current_workspace())
-    confined = confine(
+    confined = await asyncio.to_thread(
+        confine,
         [shutil.which("bash") or "/bin/sh", "-c", command],
         workspace=Path(workspace),
         limits=config.sandbox_limits,

@@ -33,7 +33,11 @@ def test_it_lists_each_limit_with_its_configured_value_and_how_it_is_enforced(tm
         line.split("  ")[0]: line
         for line in _check(tmp_path, OPENPROGRAM_SANDBOX_MEMORY_MB="512").splitlines()
     }
-    assert set(rows) == {"memory", "processes", "CPU", "largest file", "/tmp"}
+    assert set(rows) == {"memory", "processes", "CPU", "largest file", "/tmp", "user"}
+    if os.geteuid() == 0:
+        assert "65534:65534" in rows["user"] and "switches to it" in rows["user"]
+    else:
+        assert f"{os.getuid()}:{os.getgid()}" in rows["user"]
     assert "512 MiB" in rows["memory"] and "1.5 GiB address space" in rows["memory"]
     assert "60 s" in rows["CPU"] and "256 MiB" in rows["/tmp"]
     support = cgroup_support()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -102,11 +104,17 @@ def test_a_missing_binary_is_a_reason_naming_the_package():
 
 
 def test_a_binary_that_cannot_sandbox_is_a_reason_not_a_crash(tmp_path):
-    fake = tmp_path / "bwrap"
+    # Where a root server's sandbox user may run it (pytest's own folders are root's only).
+    reachable = Path(tempfile.mkdtemp(dir="/tmp"))
+    reachable.chmod(0o755)
+    fake = reachable / "bwrap"
     fake.write_text(
         "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
     )
     fake.chmod(0o755)
     sandbox_problem.cache_clear()
-    reason = sandbox_problem(str(fake))
+    try:
+        reason = sandbox_problem(str(fake))
+    finally:
+        shutil.rmtree(reachable)
     assert reason is not None and "cannot start" in reason and "No permissions" in reason

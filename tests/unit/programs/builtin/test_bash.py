@@ -16,6 +16,12 @@ from openprogram.programs.policy import resolve_tools
 from tests.processes import live_processes_with
 
 
+@pytest.fixture(autouse=True)
+def _workspace_among_the_workspaces(configure, workspace):
+    """As the web app lays it out: a root server hands only such a workspace to the sandbox user."""
+    configure(workspaces_dir=workspace.parent)
+
+
 @pytest.fixture
 def approvals(turn):
     """Approve every call and remember what was asked."""
