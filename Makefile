@@ -13,7 +13,7 @@ TOOLS := .tools
 UV := $(TOOLS)/uv/bin/uv
 SYNC := $(UV) sync --locked --quiet --python $(PY)
 
-.PHONY: run test test-deps bench lint format system-deps sandbox-deps clean lock install-run install-test install-bench conformance axe-deps sso-deps screenshots
+.PHONY: run test test-fast test-deps bench lint format system-deps sandbox-deps clean lock install-run install-test install-bench conformance axe-deps sso-deps screenshots
 
 # `pip install --target`, not a venv: creating a venv (ensurepip) was most of a fresh
 # clone's install time (~12 s of ~30 s). A Python without pip gets a venv to run pip from.
@@ -132,21 +132,43 @@ system-deps:
 test-deps: system-deps
 	@$(MAKE) --no-print-directory -j4 install-test $(AXE_JS) $(CONFORMANCE_JS) $(OIDC_PROVIDER)
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist). Its tests are independent:
+# each process has its own data directory (tests/settings.py) and test database
+# (pytest-django adds the worker's name), servers listen on free ports with homes under
+# the worker's own tmp directory, Redis channel layers get a fresh prefix per test.
+# --dist loadscope keeps a module's tests in one process, so a module-scoped server or
+# browser starts once. TEST_WORKERS=0 runs everything in this one process.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
+
+# Everything on SQLite, browser tests included (the import contracts are a unit test,
+# tests/unit/test_import_contracts.py); then, on PostgreSQL, every test that uses the test
+# database (--database-tests-only, tests/conftest.py): one that never opens it runs the
+# same whatever DATABASE_URL says, and the daphne servers tests start use SQLite files of
+# their own. Then the MCP client conformance suite's core scenarios. pytest's exit 5 (no
+# tests collected) fails like any other non-zero code.
 test: test-deps
 	$(BIN)/ruff check .
 	@tests/services.sh start; \
 	. var/test-services/env; \
-	$(BIN)/pytest -p no:cacheprovider; rc=$$?; \
+	$(PYTEST); rc=$$?; \
 	if [ $$rc -eq 0 ]; then echo "=== file tools and attachments again, openat2 off (the component walk)"; OPENPROGRAM_FS_FORCE_WALK=1 $(BIN)/pytest -p no:cacheprovider -q $(addprefix tests/unit/programs/builtin/test_,$(addsuffix .py,read write edit list_dir glob grep swapped_path)) tests/integration/chat_app/test_attachments.py::test_a_directory_swapped_for_a_symlink_at_any_step_never_sends_the_file_outside; rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then \
-	  echo "=== again on PostgreSQL (database-backed tests)"; \
-	  DATABASE_URL=$$TEST_POSTGRES_URL $(BIN)/pytest -p no:cacheprovider -m "not e2e" tests/component tests/integration; rc=$$?; \
+	  echo "=== again on PostgreSQL (the tests that use the database)"; \
+	  DATABASE_URL=$$TEST_POSTGRES_URL $(PYTEST) --database-tests-only -m "not e2e"; rc=$$?; \
 	fi; \
 	if [ $$rc -eq 0 ]; then \
 	  echo "=== MCP client conformance: the suite's core scenarios (make conformance runs all)"; \
 	  $(BIN)/python tests/conformance/run_suite.py --node $(NODE) --suite-js $(CONFORMANCE_JS) --group core; rc=$$?; \
 	fi; \
 	tests/services.sh stop; exit $$rc
+
+# Between commits: lint, the import contracts and every unit, component and integration
+# test on SQLite. Leaves out what `make test` adds: the browser tests (tests/e2e), the
+# PostgreSQL pass and the MCP conformance suite.
+test-fast: install-test
+	$(BIN)/ruff check .
+	$(PYTEST) -m "not e2e" tests/unit tests/component tests/integration
 
 bench: install-bench
 	$(BIN)/python -m bench

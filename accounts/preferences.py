@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from accounts.models import UserPreferences
-from openprogram_site.api_errors import UnprocessableError
+from core.api_errors import UnprocessableError
 
 __all__ = [
     "Preferences",

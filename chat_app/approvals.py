@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat_app.models import Conversation
+from openprogram.programs import registry
 
 __all__ = [
     "ALLOWED_REASON",
@@ -34,8 +35,6 @@ ALLOWED_REASON = "allowed for this conversation"
 
 def tool_always_asks(name: str) -> bool:
     """True when no grant may cover ``name``: every call of it asks the person."""
-    from openprogram.programs import registry
-
     if name in settings.CHAT_ALWAYS_ASK_TOOLS:
         return True
     tool = registry.get(name)

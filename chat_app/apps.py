@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from core.signals import server_starting
+
 
 class ChatAppConfig(AppConfig):
     name = "chat_app"
@@ -7,7 +9,8 @@ class ChatAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # In ready(): chat_app.startup imports the models, which the app registry must
+        # have loaded first.
         from chat_app.startup import runs_close_left_running
-        from openprogram_site.startup import server_starting
 
         server_starting.connect(runs_close_left_running, dispatch_uid="chat_app.close_runs")

@@ -34,6 +34,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from chat_app.selectors import workspace_for
+from core.api_errors import ConflictError, DomainError
 from openprogram.security.workspace_fs import list_directory, open_directory, open_root
 from openprogram.security.workspace_quota import (
     WorkspaceOverQuota,
@@ -41,7 +42,6 @@ from openprogram.security.workspace_quota import (
     file_bytes,
     quota_write,
 )
-from openprogram_site.api_errors import ConflictError, DomainError
 
 __all__ = ["UPLOADS_DIR", "AttachmentTooLarge", "SavedAttachment", "attachment_save"]
 

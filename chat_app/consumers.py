@@ -36,7 +36,7 @@ from chat_app.turns import (
     turn_started_since,
     turns_started,
 )
-from openprogram_site.api_errors import DomainError
+from core.api_errors import DomainError
 from openprogram_site.daphne_patches import CLOSE_TOO_LARGE, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]

@@ -28,7 +28,7 @@ from chat_app.turn_sql import (
     runs_running_sent,
     tool_calls_close_open,
 )
-from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
+from core.api_errors import ConflictError, NotFoundError, UnprocessableError
 
 __all__ = [
     "ORPHANED_RUN_ERROR",

@@ -20,11 +20,11 @@ from django.db.models import Prefetch, QuerySet
 from chat_app.explain import explain_expand
 from chat_app.models import Conversation, Message, Run, ToolCallRecord
 from chat_app.turn_sql import conversation_history_rows, run_events_rows, run_tool_lists
+from core.api_errors import NotFoundError
 from openprogram.agent.events import HistoryMessage
 from openprogram.programs.explain_words import plain_reason
 from openprogram.programs.results import results_dir_for_user
 from openprogram.workspace import workspace_for_user, workspace_path_for_user
-from openprogram_site.api_errors import NotFoundError
 
 __all__ = [
     "ModelChoice",

@@ -26,7 +26,7 @@ from chat_app.run_lifecycle import (
 )
 from chat_app.run_recording import run_record_events
 from chat_app.schemas import TurnOptions
-from openprogram_site.api_errors import ConflictError, UnprocessableError
+from core.api_errors import ConflictError, UnprocessableError
 
 __all__ = [
     "NO_AGENT",

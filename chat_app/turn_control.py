@@ -39,7 +39,7 @@ def _save_always_allow(owner_id: int, text: str) -> None:
     call itself stays approved."""
     from django.contrib.auth import get_user_model
 
-    from openprogram_site.api_errors import DomainError
+    from core.api_errors import DomainError
     from tools_app.policy.services import policy_user_rule_create
 
     owner = get_user_model().objects.filter(pk=owner_id).first()

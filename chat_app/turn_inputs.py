@@ -30,7 +30,7 @@ from chat_app.turn_sql import (
     run_and_message_keys_sent,
     runs_running_sent,
 )
-from openprogram_site.api_errors import NotFoundError, UnprocessableError
+from core.api_errors import NotFoundError, UnprocessableError
 
 __all__ = ["PreparedTurn", "turn_prepare_sent", "turn_request_kwargs"]
 

@@ -8,7 +8,7 @@ and two daphne processes cannot both let the 31st turn of a minute through. The 
 comes after the INSERT so that a batch of starts sends both in one pipeline
 (``chat_app.turn_inputs.turn_prepare_sent``): each start's count then includes the runs
 the batch's earlier starts opened, as one by one. A refusal raises
-:class:`~openprogram_site.api_errors.ThrottledError`: HTTP 429 from the API, an
+:class:`~core.api_errors.ThrottledError`: HTTP 429 from the API, an
 error frame of kind ``throttled`` on the socket. Nothing queues: the client retries
 after the time the message names.
 """
@@ -29,7 +29,7 @@ from django.utils import timezone
 from chat_app.db_batch import read_after_send
 from chat_app.models import Conversation, Run
 from chat_app.raw_sql import column, python_value, table
-from openprogram_site.api_errors import ThrottledError
+from core.api_errors import ThrottledError
 from openprogram_site.db_sent import query_sent
 
 __all__ = ["TURN_WINDOW", "turn_budget_refusal_sent", "turn_start_allow_sent"]

@@ -334,8 +334,8 @@ async def turn_start(
     replaces: int | None = None,
 ) -> ActiveTurn:
     """Start a turn as a task; raises NotFoundError / ConflictError / UnprocessableError."""
+    from core.api_errors import ConflictError
     from openprogram.agent.events import TurnRequest
-    from openprogram_site.api_errors import ConflictError
 
     if conversation_id in _active:
         raise ConflictError("a turn is already running in this conversation; stop it first")

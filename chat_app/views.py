@@ -30,7 +30,7 @@ from chat_app.selectors import (
 )
 from chat_app.services import run_expire_orphans
 from chat_app.sidebar import conversation_groups
-from openprogram_site.api_errors import NotFoundError
+from core.api_errors import NotFoundError
 
 __all__ = [
     "chat_home",

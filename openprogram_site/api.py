@@ -6,9 +6,9 @@ from ninja import NinjaAPI
 
 from accounts.api_auth import api_auth
 from chat_app.api import router as chat_router
-from openprogram_site.api_errors import install_error_handlers
+from core.api_errors import install_error_handlers
 from tools_app.api import router as tools_router
-from tools_app.mcp_catalog_api import router as mcp_catalog_router
+from tools_app.mcp.catalog_api import router as mcp_catalog_router
 from tools_app.policy.api import router as policy_router
 from usage_app.api import router as usage_router
 

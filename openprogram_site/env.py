@@ -7,11 +7,15 @@ silently replaced by a default.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+
+from openprogram.providers.pricing import parse_price_overrides
+from openprogram.security.urls import parse_allow_entry
 
 __all__ = [
     "env_allow_hosts",
@@ -85,8 +89,6 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
 
 def env_allow_hosts(name: str) -> list[str]:
     """A comma-separated list of ``host``, ``host:port`` or ``[v6]:port`` entries."""
-    from openprogram.security.urls import parse_allow_entry
-
     entries = env_list(name)
     for entry in entries:
         try:
@@ -98,10 +100,6 @@ def env_allow_hosts(name: str) -> list[str]:
 
 def env_model_prices(name: str) -> dict:
     """A JSON object of per-model prices (USD per million tokens); see providers/pricing.py."""
-    import json
-
-    from openprogram.providers.pricing import parse_price_overrides
-
     raw = os.environ.get(name, "").strip()
     if not raw:
         return {}

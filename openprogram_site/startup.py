@@ -1,7 +1,7 @@
 """What the server does once at start-up, after Django is ready.
 
 The site imports no app for this: each app's ``AppConfig.ready`` connects its own
-start-up work to ``server_starting``, and the ASGI entry point sends it once. It is
+start-up work to ``core.signals.server_starting``, and the ASGI entry point sends it once. It is
 a signal rather than work done in ``ready`` itself because ``ready`` also runs for
 ``migrate`` and every other management command, where connecting MCP servers or
 closing runs would be wrong.
@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import logging
 
-from django.dispatch import Signal
-
+from core.signals import server_starting
 from openprogram_site.data_dir import data_dir_warn
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["server_starting", "start_background_services"]
-
-server_starting = Signal()
-"""Sent once when the server starts serving. Receivers must not block start-up."""
+__all__ = ["start_background_services"]
 
 
 def start_background_services() -> None:

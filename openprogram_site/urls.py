@@ -7,6 +7,7 @@ from accounts import sso_views
 from accounts import views as account_views
 from accounts.login_forms import ThrottledAdminAuthenticationForm
 from chat_app import views as chat_views
+from openprogram_site.account_page import account_page
 from openprogram_site.api import api
 
 admin.site.site_header = "OpenProgram administration"
@@ -26,7 +27,7 @@ urlpatterns = [
         name="sso-callback",
     ),
     path("login/token/<str:token>/", account_views.token_login, name="token-login"),
-    path("account/", account_pages.account_page, name="account"),
+    path("account/", account_page, name="account"),
     path(
         "account/tokens/<int:token_id>/revoke/",
         account_pages.api_token_revoke,

@@ -14,9 +14,42 @@ import pytest
 PASSWORD = "correct-horse-battery-staple"
 
 
+# What pytest-django needs before a test may touch the test database. A test with none of
+# these cannot open it (pytest-django refuses), and the daphne servers tests start use a
+# SQLite file of their own unless given DATABASE_URL (tests/servers.py).
+_DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-tests-only",
+        action="store_true",
+        help="keep only the tests that use the test database (make test's PostgreSQL pass)",
+    )
+
+
+def uses_test_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(
+        _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     """Run the browser tests last: they are the slowest, and nothing else should run
-    while their Playwright event loop or their daphne servers are alive."""
+    while their Playwright event loop or their daphne servers are alive.
+
+    With ``--database-tests-only``, drop every test that never opens the test database:
+    run again on PostgreSQL it would run exactly as it did on SQLite. A selection left
+    empty makes pytest exit 5, which ``make test`` counts as a failure.
+    """
+    if config.getoption("--database-tests-only"):
+        kept = [item for item in items if uses_test_database(item)]
+        dropped = [item for item in items if not uses_test_database(item)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
 
 

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from openprogram_site.api_errors import UnprocessableError
+from core.api_errors import UnprocessableError
 from tools_app.agent_profile_services import agent_tools_validate
 from tools_app.catalog_sync import MIRRORED_FIELDS
 from tools_app.models import AgentProfile, Tool, ToolProfile, UserToolSettings
@@ -196,5 +196,5 @@ class UserToolSettingsAdmin(admin.ModelAdmin):
     raw_id_fields = ("user",)
 
 
-from tools_app import mcp_admin  # noqa: E402, F401
+from tools_app.mcp import admin as mcp_admin  # noqa: E402, F401  (registers the MCP admin)
 from tools_app.policy import admin as policy_admin  # noqa: E402, F401

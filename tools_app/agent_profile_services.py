@@ -12,7 +12,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
+from core.api_errors import ConflictError, NotFoundError, UnprocessableError
+from openprogram.programs.toolsets import known_toolset_names
 from tools_app.models import PROFILE_NAME_MAX, AgentProfile, ToolProfile
 from tools_app.services import tool_names_validate
 
@@ -26,8 +27,6 @@ __all__ = [
 
 def agent_tools_validate(owner: AbstractBaseUser, tools: Any) -> dict[str, Any]:
     """The spec's agent ``tools`` field, checked: a known toolset and lists of names."""
-    from openprogram.programs.toolsets import known_toolset_names
-
     if tools is None:
         tools = {}
     if not isinstance(tools, dict):

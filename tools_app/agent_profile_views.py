@@ -15,8 +15,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from core.api_errors import DomainError
 from openprogram.programs.toolsets import known_toolset_names
-from openprogram_site.api_errors import DomainError
 from tools_app import agent_profile_services, selectors
 
 __all__ = ["agent_profile_delete", "agent_profile_save", "agent_profiles_page"]

@@ -2,7 +2,7 @@
 
 Each endpoint validates, calls one selector or service and returns a schema.
 Domain errors (404/409/422) come from services and are mapped in
-``openprogram_site.api_errors``; authentication (session + CSRF or bearer token)
+``core.api_errors``; authentication (session + CSRF or bearer token)
 is the NinjaAPI's default.
 """
 
@@ -14,7 +14,7 @@ from django.db import transaction
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
 
-from openprogram_site.api_errors import ForbiddenError
+from core.api_errors import ForbiddenError
 from tools_app import agent_profile_services, selectors, services
 from tools_app.api_schemas import (
     AgentProfileIn,

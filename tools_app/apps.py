@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from core.signals import server_starting
+
 
 class ToolsAppConfig(AppConfig):
     name = "tools_app"
@@ -7,7 +9,8 @@ class ToolsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from openprogram_site.startup import server_starting
+        # In ready(): tools_app.startup imports the models, which the app registry must
+        # have loaded first.
         from tools_app.startup import tools_start
 
         server_starting.connect(tools_start, dispatch_uid="tools_app.start")

@@ -20,7 +20,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from openprogram.agent.types import AgentTool
-from openprogram.programs import registry
+from openprogram.programs import registry  # importing the package registers the built-ins
 from tools_app.models import Tool
 
 __all__ = [
@@ -50,11 +50,6 @@ _lock = threading.Lock()
 _synced_version: int | None = None
 
 
-def _ensure_registry_loaded() -> None:
-    # Importing the package registers the built-in tools; it is idempotent.
-    import openprogram.programs  # noqa: F401
-
-
 def _mirror(tool: AgentTool) -> dict[str, Any]:
     return {
         "label": tool.label or "",
@@ -80,7 +75,6 @@ def tool_catalog_sync() -> dict[str, int]:
     Global disables are never touched here.
     """
     global _synced_version
-    _ensure_registry_loaded()
     with _lock:
         version = registry.registry_version()
         tools = {tool.name: tool for tool in registry.all_tools()}
@@ -115,7 +109,6 @@ def tool_catalog_sync() -> dict[str, int]:
 
 def tool_catalog_sync_if_changed() -> bool:
     """Sync when the registry changed since the last sync; True when a sync ran."""
-    _ensure_registry_loaded()
     if _synced_version == registry.registry_version():
         return False
     tool_catalog_sync()

@@ -151,6 +151,6 @@ class AgentProfile(models.Model):
         return f"{self.name} ({self.owner})"
 
 
-from tools_app.mcp_account_models import MCPAccount, MCPOAuthFlow  # noqa: E402, F401
-from tools_app.mcp_models import MCPServer  # noqa: E402, F401
+from tools_app.mcp.account_models import MCPAccount, MCPOAuthFlow  # noqa: E402, F401
+from tools_app.mcp.models import MCPServer  # noqa: E402, F401
 from tools_app.policy.models import AlwaysAskMark, PolicyRule, PolicySettings  # noqa: E402, F401

@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from openprogram.programs import registry
 from openprogram.programs.explain_words import plain_reason
+from openprogram.programs.tokens import tools_prompt_tokens
 from tools_app import selectors
 from tools_app.models import DEFAULT_PROFILE, Tool
 from tools_app.resolution import ProfileCost, profile_cost
@@ -152,9 +154,6 @@ def tool_detail(
 
 
 def _schema_tokens(name: str) -> int | None:
-    from openprogram.programs import registry
-    from openprogram.programs.tokens import tools_prompt_tokens
-
     tool = registry.get(name)
     return tools_prompt_tokens([tool]) if tool is not None else None
 

@@ -9,13 +9,16 @@ chat does for a real turn.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from core.api_errors import UnprocessableError
+from openprogram.agent.dispatcher import resolve_turn_tools
+from openprogram.agent.events import TurnRequest
 from openprogram.agent.types import AgentTool
-from openprogram_site.api_errors import UnprocessableError
-
-if TYPE_CHECKING:
-    from openprogram.programs import Resolution
+from openprogram.programs import Resolution, UnknownToolsetError
+from openprogram.programs.deferred import deferred_catalog_text
+from openprogram.programs.tokens import count_tokens, tools_prompt_tokens
+from openprogram.programs.toolsets import expand_toolset
 
 __all__ = ["ProfileCost", "profile_cost", "resolve_inputs", "toolset_members"]
 
@@ -34,8 +37,6 @@ class ProfileCost:
 
 def toolset_members(toolset: str, named_profiles: dict[str, list[str]]) -> list[str]:
     """Names a toolset selects: a user profile's list, else the framework's preset."""
-    from openprogram.programs.toolsets import expand_toolset
-
     if toolset in named_profiles:
         return list(named_profiles[toolset])
     return sorted(expand_toolset(toolset))
@@ -58,10 +59,6 @@ def resolve_inputs(
     they mean in a real turn. Bad names (an unknown toolset, an allow list naming
     nothing registered) become a 422 with the framework's message.
     """
-    from openprogram.agent.dispatcher import resolve_turn_tools
-    from openprogram.agent.events import TurnRequest
-    from openprogram.programs import UnknownToolsetError
-
     request = TurnRequest(
         text="",
         profile_tools=inputs["profile_tools"],
@@ -88,9 +85,6 @@ def resolve_inputs(
 
 def profile_cost(tools: list[AgentTool]) -> ProfileCost:
     """Token cost of sending ``tools``: shipped schemas, and what deferral saves."""
-    from openprogram.programs.deferred import deferred_catalog_text
-    from openprogram.programs.tokens import count_tokens, tools_prompt_tokens
-
     deferred = [tool for tool in tools if tool.defer]
     shipped = [tool for tool in tools if not tool.defer]
     catalog_tokens = count_tokens(deferred_catalog_text(deferred)) if deferred else 0

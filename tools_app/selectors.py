@@ -17,9 +17,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from accounts.models import ApiToken
+from core.api_errors import NotFoundError
 from openprogram.programs import DEFAULT_TOOLS, UnknownToolsetError, registry
 from openprogram.programs.rules import PolicySet
-from openprogram_site.api_errors import NotFoundError
 from openprogram_site.db_sent import query_sent
 from tools_app.catalog_sync import tool_catalog_sync_if_changed
 from tools_app.models import DEFAULT_PROFILE, AgentProfile, Tool, ToolProfile, UserToolSettings

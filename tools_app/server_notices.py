@@ -10,6 +10,8 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
+from tools_app.mcp.selectors import mcp_server_statuses
+
 __all__ = ["Notice", "server_notices"]
 
 logger = logging.getLogger(__name__)
@@ -22,8 +24,6 @@ class Notice:
 
 
 def server_notices() -> list[Notice]:
-    from tools_app.mcp_selectors import mcp_server_statuses
-
     try:
         statuses = mcp_server_statuses()
     except Exception:  # the page still works without MCP status

@@ -1,7 +1,7 @@
 """Writes: tool profiles, the active profile, global disables, import, API tokens.
 
 Every function is keyword-only and scoped to ``owner``. Failures raise the domain
-errors of ``openprogram_site.api_errors`` (404 unknown or another user's, 409
+errors of ``core.api_errors`` (404 unknown or another user's, 409
 duplicate or in use, 422 invalid), which the API maps to JSON and the Programs
 page shows inline.
 """
@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create
-from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
+from core.api_errors import ConflictError, NotFoundError, UnprocessableError
 from tools_app.models import (
     DEFAULT_PROFILE,
     PROFILE_NAME_MAX,

@@ -8,6 +8,8 @@ from openprogram import config
 from openprogram.programs.loader import load_program_packages
 from openprogram.security.confinement import sandbox_report
 from openprogram.security.sandbox_limits import SandboxLimits
+from tools_app.catalog_sync import tool_catalog_sync_at_startup
+from tools_app.mcp.services import mcp_servers_start
 
 __all__ = ["tools_start"]
 
@@ -51,9 +53,6 @@ def tools_start(**_signal: object) -> None:
 
     None of it blocks start-up.
     """
-    from tools_app.catalog_sync import tool_catalog_sync_at_startup
-    from tools_app.mcp_services import mcp_servers_start
-
     framework_configure()
     sandbox_report()  # one log line: which limits are in force here, and why any are not
     load_program_packages(settings.OPENPROGRAM_PACKAGES)  # logs failures, never raises

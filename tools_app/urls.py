@@ -1,6 +1,7 @@
 from django.urls import path
 
-from tools_app import agent_profile_views, mcp_account_views, views
+from tools_app import agent_profile_views, views
+from tools_app.mcp import account_views as mcp_account_views
 from tools_app.policy import views as policy_views
 
 app_name = "tools"

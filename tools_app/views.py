@@ -19,8 +19,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from core.api_errors import DomainError, UnprocessableError
 from openprogram.security.workspace_quota import user_workspace_usage
-from openprogram_site.api_errors import DomainError, UnprocessableError
 from tools_app import presenters, selectors, services
 from tools_app.models import Tool
 from tools_app.server_notices import server_notices

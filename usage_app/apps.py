@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.conf import settings
+
+from openprogram.providers.pricing import set_price_overrides
 
 
 class UsageAppConfig(AppConfig):
@@ -7,9 +10,5 @@ class UsageAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.conf import settings
-
-        from openprogram.providers.pricing import set_price_overrides
-
         # Parsed and validated at settings load (openprogram_site/env.py).
         set_price_overrides(settings.OPENPROGRAM_MODEL_PRICES)

@@ -29,7 +29,7 @@ def mcp_web(tmp_path_factory):
         "destructive_without_approval": True,
     }
     server.shell(
-        "from tools_app.mcp_models import MCPServer;"
+        "from tools_app.mcp.models import MCPServer;"
         f"MCPServer.objects.create(name='proto', **{config!r})"
     )
     server.start()

@@ -31,7 +31,7 @@ def site(tmp_path_factory, demo: OAuthDemo) -> Iterator[DaphneServer]:
     srv = make_server(tmp_path_factory.mktemp("accounts-home"))
     srv.create_users()
     srv.shell(
-        "from tools_app.mcp_models import MCPServer;"
+        "from tools_app.mcp.models import MCPServer;"
         f"MCPServer.objects.create(name='notes', transport='http', url={demo.url!r},"
         " per_user_auth=True, timeout_seconds=10)"
     )

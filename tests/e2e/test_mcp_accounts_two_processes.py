@@ -20,7 +20,7 @@ from tests.e2e.conftest import login
 from tests.e2e.test_mcp_accounts import TOOL, _account, _explain
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
 from tests.servers import DaphneServer, make_server
-from tools_app.mcp_account_sync import SYNC_SECONDS
+from tools_app.mcp.account_sync import SYNC_SECONDS
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +37,7 @@ def two_sites(tmp_path_factory, demo: OAuthDemo) -> Iterator[tuple[DaphneServer,
     first = make_server(home)
     first.create_users()
     first.shell(
-        "from tools_app.mcp_models import MCPServer;"
+        "from tools_app.mcp.models import MCPServer;"
         f"MCPServer.objects.create(name='notes', transport='http', url={demo.url!r},"
         " per_user_auth=True, timeout_seconds=10)"
     )

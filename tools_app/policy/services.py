@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
-from openprogram_site.api_errors import ForbiddenError, NotFoundError, UnprocessableError
+from core.api_errors import ForbiddenError, NotFoundError, UnprocessableError
 from tools_app.policy.models import PolicyRule
 
 __all__ = [

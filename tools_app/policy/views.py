@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from openprogram_site.api_errors import DomainError, NotFoundError
+from core.api_errors import DomainError, NotFoundError
 from tools_app.policy import selectors, services
 
 __all__ = ["policy_page", "saved_rule_revoke"]

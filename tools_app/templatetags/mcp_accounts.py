@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from tools_app.mcp_account_selectors import mcp_account_rows
+from tools_app.mcp.account_selectors import mcp_account_rows
 
 register = template.Library()
 

@@ -13,10 +13,14 @@ import signal
 import sys
 from typing import Any, TextIO
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from chat_app.selectors import workspace_for
+from core.api_errors import NotFoundError
 from openprogram.agent.context import QuestionRequest
+from openprogram.agent.dispatcher import process_user_turn
 from openprogram.agent.events import (
     ApprovalRequested,
     Event,
@@ -32,6 +36,8 @@ from openprogram.agent.events import (
     TurnRequest,
 )
 from openprogram.agent.types import ApprovalDecision, ApprovalRequest
+from openprogram.programs import TOOLSETS  # importing the package registers the shipped tools
+from tools_app.selectors import globally_disabled_names, profile_tool_names
 
 _EXIT_WORDS = {"exit", "quit"}
 
@@ -48,10 +54,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from django.conf import settings
-
-        import openprogram.programs  # noqa: F401  (registers the shipped tools)
-
         self.input: TextIO = options.get("stdin") or sys.stdin
         user = _owner(options["user"])
         model = options["model"] or getattr(settings, "OPENPROGRAM_DEFAULT_MODEL", "offline")
@@ -110,8 +112,6 @@ class Command(BaseCommand):
                 history.append(HistoryMessage(role="assistant", content=answer))
 
     async def _run_turn(self, request: TurnRequest) -> str:
-        from openprogram.agent.dispatcher import process_user_turn
-
         loop = asyncio.get_running_loop()
         # Ctrl-C is Stop; not available off the main thread (tests) or on some platforms.
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -174,10 +174,6 @@ def _owner(username: str | None) -> Any:
 
 def _profile_request_fields(user: Any, profile: str) -> dict[str, Any]:
     """TurnRequest fields for ``--profile``: the user's tool profile, else a preset name."""
-    from openprogram.programs import TOOLSETS
-    from openprogram_site.api_errors import NotFoundError
-    from tools_app.selectors import globally_disabled_names, profile_tool_names
-
     disabled = globally_disabled_names()
     try:
         return {"profile_tools": profile_tool_names(owner=user, name=profile), "disabled": disabled}
@@ -192,6 +188,4 @@ def _profile_request_fields(user: Any, profile: str) -> dict[str, Any]:
 
 
 def _workspace(user: Any) -> Any:
-    from chat_app.selectors import workspace_for
-
     return workspace_for(user=user)

@@ -13,8 +13,8 @@ from django.test import Client
 
 from chat_app.attachments import AttachmentTooLarge, attachment_save
 from chat_app.selectors import workspace_for
+from core.api_errors import ConflictError
 from openprogram import config
-from openprogram_site.api_errors import ConflictError
 from tests.swap_hook import swap_before_step
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_workspaces")]

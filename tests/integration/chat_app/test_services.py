@@ -13,7 +13,7 @@ from chat_app.services import (
     run_record_events,
     run_start,
 )
-from openprogram_site.api_errors import ConflictError
+from core.api_errors import ConflictError
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_the_agent_profile_is_chosen_and_cleared(conversation, alice):
 
 
 def test_bobs_agent_profile_cannot_be_picked_by_alice(conversation, bob):
-    from openprogram_site.api_errors import UnprocessableError
+    from core.api_errors import UnprocessableError
     from tools_app.models import AgentProfile
 
     agent = AgentProfile.objects.create(owner=bob, name="bobs")

@@ -11,7 +11,7 @@ from django.utils import timezone
 from chat_app.models import Run
 from chat_app.services import conversation_create
 from chat_app.turn_limits import turn_start_allow_sent
-from openprogram_site.api_errors import ThrottledError
+from core.api_errors import ThrottledError
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
 pytestmark = [

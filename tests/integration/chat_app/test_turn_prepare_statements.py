@@ -11,7 +11,7 @@ from chat_app.models import Conversation, Message, Run
 from chat_app.schemas import TurnOptions
 from chat_app.services import conversation_create
 from chat_app.turn_inputs import turn_prepare_sent
-from openprogram_site.api_errors import NotFoundError
+from core.api_errors import NotFoundError
 from tools_app.models import AgentProfile, Tool, ToolProfile
 
 pytestmark = pytest.mark.django_db
@@ -121,7 +121,7 @@ def test_bobs_profiles_never_reach_alices_turn(alice, bob):
 
 
 def test_bob_cannot_pick_a_profile_only_he_has(alice, bob):
-    from openprogram_site.api_errors import UnprocessableError
+    from core.api_errors import UnprocessableError
 
     ToolProfile.objects.create(owner=bob, name="bobs-only", tools=["bobs_tool"])
     conversation = conversation_create(owner=alice)
@@ -252,7 +252,7 @@ def test_two_starts_of_one_owner_in_one_batch_count_against_each_other(alice, bo
     batch's transaction: an earlier start of the same batch counts, exactly as if the two
     had gone one after the other."""
     from chat_app.db_batch import _run_jobs
-    from openprogram_site.api_errors import ThrottledError
+    from core.api_errors import ThrottledError
 
     settings.OPENPROGRAM_MAX_CONCURRENT_TURNS = settings.OPENPROGRAM_TURNS_PER_MINUTE = 0
     setattr(settings, limit, 1)

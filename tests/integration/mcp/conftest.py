@@ -15,7 +15,7 @@ from openprogram.mcp import Backoff, MCPManager, MCPServerConfig, get_mcp_accoun
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
 
 if TYPE_CHECKING:
-    from tools_app.mcp_models import MCPServer
+    from tools_app.mcp.models import MCPServer
 
 DEMO_SERVER = Path(__file__).parent / "servers" / "demo_server.py"
 PROTOCOL_SERVER = Path(__file__).parent / "servers" / "protocol_server.py"
@@ -136,8 +136,8 @@ def oauth_provider(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[O
 @pytest.fixture
 def notes(clean_registry, oauth_provider: OAuthDemo) -> Iterator[MCPServer]:
     """The app's per-user server row "notes" for ``oauth_provider``, with the MCP side started."""
-    from tools_app.mcp_models import MCPServer
-    from tools_app.mcp_services import mcp_servers_start, mcp_servers_stop
+    from tools_app.mcp.models import MCPServer
+    from tools_app.mcp.services import mcp_servers_start, mcp_servers_stop
 
     row = MCPServer.objects.create(
         name="notes",

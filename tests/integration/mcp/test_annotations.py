@@ -82,8 +82,8 @@ def test_open_world_is_kept_for_the_catalog(hinted):
 
 @pytest.mark.django_db
 def test_the_admins_override_for_destructive_tools_reaches_the_framework():
-    from tools_app.mcp_models import MCPServer
-    from tools_app.mcp_services import mcp_server_config
+    from tools_app.mcp.models import MCPServer
+    from tools_app.mcp.services import mcp_server_config
 
     trusting = MCPServer.objects.create(
         name="trusting", command="true", destructive_without_approval=True

@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import reverse
 
 from openprogram.mcp import get_mcp_accounts
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_selectors import mcp_server_status
-from tools_app.mcp_services import mcp_server_approve_fingerprints
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.selectors import mcp_server_status
+from tools_app.mcp.services import mcp_server_approve_fingerprints
 
 from .app_accounts import browser_for, connect, wait_until
 

@@ -8,8 +8,8 @@ import pytest
 
 from openprogram.mcp import get_mcp_accounts
 from tests.fakes.oauth_launch import OAuthDemo
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_services import mcp_servers_start, mcp_servers_stop
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.services import mcp_servers_start, mcp_servers_stop
 
 from .app_accounts import browser_for, connect, wait_until
 from .conftest import WAIT

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from openprogram.mcp import get_mcp_accounts
-from tools_app.mcp_account_models import MCPAccount
-from tools_app.mcp_account_sync import SYNC_SECONDS, mcp_accounts_reconcile
-from tools_app.mcp_models import MCPServer
+from tools_app.mcp.account_models import MCPAccount
+from tools_app.mcp.account_sync import SYNC_SECONDS, mcp_accounts_reconcile
+from tools_app.mcp.models import MCPServer
 
 from .app_accounts import TOOL, browser_for, connect, l4_reason
 from .conftest import WAIT

@@ -18,10 +18,10 @@ from django.utils import timezone
 from openprogram.mcp import get_mcp_accounts
 from openprogram.mcp.oauth_revocation import REVOKE_SECONDS
 from tests.fakes.oauth_launch import OAuthDemo
-from tools_app.mcp_account_models import MCPAccount, MCPOAuthFlow
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_services import mcp_servers_start, mcp_servers_stop
-from tools_app.mcp_token_crypto import unseal
+from tools_app.mcp.account_models import MCPAccount, MCPOAuthFlow
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.services import mcp_servers_start, mcp_servers_stop
+from tools_app.mcp.token_crypto import unseal
 
 from .app_accounts import TOOL, browser_for, connect, consent, l4_reason, start_connect, wait_until
 from .conftest import WAIT
@@ -136,7 +136,7 @@ def test_connect_is_refused_for_a_server_without_per_user_accounts(notes: MCPSer
 def test_the_admin_status_counts_user_sessions_instead_of_one_state(
     notes: MCPServer, alice
 ) -> None:
-    from tools_app.mcp_selectors import mcp_server_status
+    from tools_app.mcp.selectors import mcp_server_status
 
     connect(browser_for(alice), "alice-acct")
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from tools_app.mcp_models import MCPServer
+from tools_app.mcp.models import MCPServer
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ from django.urls import reverse
 
 from openprogram.mcp import get_mcp_manager
 from openprogram.programs import registry
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_selectors import mcp_server_statuses
-from tools_app.mcp_services import mcp_server_sync, mcp_servers_start, mcp_servers_stop
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.selectors import mcp_server_statuses
+from tools_app.mcp.services import mcp_server_sync, mcp_servers_start, mcp_servers_stop
 
 from .conftest import DEMO_SERVER, WAIT, is_ready
 
@@ -108,7 +108,7 @@ async def test_admin_saves_actions_and_deletes_reach_the_running_manager(live, a
 
 @pytest.mark.django_db
 def test_the_expose_switch_of_a_row_and_of_imported_json_reaches_the_config():
-    from tools_app.mcp_services import mcp_server_config, mcp_servers_import
+    from tools_app.mcp.services import mcp_server_config, mcp_servers_import
 
     assert mcp_server_config(server=_demo_row()).expose is True
     assert mcp_server_config(server=_demo_row(name="quiet", expose=False)).expose is False

@@ -45,7 +45,7 @@ def web(tmp_path):
     server.shell(
         "from django.contrib.auth import get_user_model;"
         f"get_user_model().objects.create_superuser('root', password={PASSWORD!r});"
-        "from tools_app.mcp_models import MCPServer;"
+        "from tools_app.mcp.models import MCPServer;"
         f"MCPServer.objects.create(name='demo', **{json.dumps(config)})"
     )
     server.start()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from openprogram_site.startup import server_starting, start_background_services
+from core.signals import server_starting
+from openprogram_site.startup import start_background_services
 
 
 def test_every_app_connects_its_start_up_work_to_the_signal():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
+from core.api_errors import ConflictError, NotFoundError, UnprocessableError
 from tools_app import agent_profile_services
 from tools_app.models import AgentProfile
 

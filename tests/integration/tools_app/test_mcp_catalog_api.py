@@ -8,8 +8,8 @@ import pytest
 
 from openprogram.mcp import get_mcp_manager
 from tests.integration.mcp.conftest import PROTOCOL_SERVER, WAIT, is_ready
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_services import mcp_servers_start, mcp_servers_stop
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.services import mcp_servers_start, mcp_servers_stop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

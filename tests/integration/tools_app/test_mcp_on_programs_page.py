@@ -9,8 +9,8 @@ from django.utils.html import escape
 
 from openprogram.mcp import get_mcp_manager
 from tests.integration.mcp.conftest import DEMO_SERVER, WAIT, is_failed, is_ready
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_services import mcp_servers_start, mcp_servers_stop
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.services import mcp_servers_start, mcp_servers_stop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from tools_app.mcp_token_crypto import TokenSealError, seal, unseal
+from tools_app.mcp.token_crypto import TokenSealError, seal, unseal
 
 OLD = "o" * 40
 NEW = "n" * 40

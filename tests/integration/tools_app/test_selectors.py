@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from core.api_errors import NotFoundError, UnprocessableError
 from openprogram.programs.rules import PolicySet
-from openprogram_site.api_errors import NotFoundError, UnprocessableError
 from tests.integration.tools_app.conftest import MISSING_ENV, TOOL_NAMES
 from tools_app import agent_profile_services, selectors, services
 

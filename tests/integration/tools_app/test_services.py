@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from accounts.services import api_token_authenticate
-from openprogram_site.api_errors import ConflictError, NotFoundError, UnprocessableError
+from core.api_errors import ConflictError, NotFoundError, UnprocessableError
 from tests.integration.tools_app.conftest import TOOL_NAMES
 from tools_app import agent_profile_services, selectors, services
 from tools_app.models import Tool, ToolProfile

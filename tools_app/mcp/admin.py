@@ -14,11 +14,11 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils.html import format_html, format_html_join
 
+from core.api_errors import UnprocessableError
 from openprogram.mcp import MCPConfigError, MCPServerConfig
-from openprogram_site.api_errors import UnprocessableError
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_selectors import mcp_server_status
-from tools_app.mcp_services import (
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.selectors import mcp_server_status
+from tools_app.mcp.services import (
     mcp_server_approve_fingerprints,
     mcp_server_set_enabled,
     mcp_servers_import,

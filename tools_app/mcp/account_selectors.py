@@ -8,8 +8,8 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from openprogram.mcp import get_mcp_accounts
 from openprogram.mcp.errors import MCPUnknownServerError
-from tools_app.mcp_account_models import MCPAccount
-from tools_app.mcp_models import MCPServer
+from tools_app.mcp.account_models import MCPAccount
+from tools_app.mcp.models import MCPServer
 
 __all__ = ["MCPAccountRow", "mcp_account_rows"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram.mcp import MCPUnknownServerError, get_mcp_accounts, get_mcp_manager
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_services import mcp_manager_is_live
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.services import mcp_manager_is_live
 
 __all__ = ["mcp_server_status", "mcp_server_statuses"]
 

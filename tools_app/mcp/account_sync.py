@@ -26,8 +26,8 @@ from datetime import datetime
 from django.db import DatabaseError, close_old_connections
 
 from openprogram.mcp import get_mcp_accounts
-from tools_app.mcp_account_models import MCPAccount
-from tools_app.mcp_oauth_services import mcp_account_connect_in_progress, mcp_account_resume
+from tools_app.mcp.account_models import MCPAccount
+from tools_app.mcp.oauth_services import mcp_account_connect_in_progress, mcp_account_resume
 
 __all__ = [
     "SYNC_SECONDS",

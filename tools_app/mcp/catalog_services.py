@@ -17,10 +17,10 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
 
+from core.api_errors import NotFoundError, UnprocessableError
 from openprogram.mcp import MCPCallError, MCPUnknownServerError, get_mcp_accounts, get_mcp_manager
 from openprogram.mcp.catalog import MCPResourceError
 from openprogram.mcp.manager_catalog import ServerCatalogs
-from openprogram_site.api_errors import NotFoundError, UnprocessableError
 
 __all__ = [
     "mcp_prompt_render",

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import DatabaseError, OperationalError, close_old_connections, transaction
 from django.db.models.signals import post_delete, post_save
 
+from core.api_errors import UnprocessableError
 from openprogram.mcp import (
     MCPConfigError,
     MCPManager,
@@ -28,10 +29,9 @@ from openprogram.mcp import (
     shutdown_mcp_accounts,
     shutdown_mcp_manager,
 )
-from openprogram_site.api_errors import UnprocessableError
-from tools_app.mcp_account_sync import mcp_accounts_follow_start, mcp_accounts_follow_stop
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_oauth_services import mcp_accounts_forget_server, mcp_accounts_sync_server
+from tools_app.mcp.account_sync import mcp_accounts_follow_start, mcp_accounts_follow_stop
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.oauth_services import mcp_accounts_forget_server, mcp_accounts_sync_server
 
 __all__ = [
     "mcp_manager_is_live",

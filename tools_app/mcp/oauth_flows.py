@@ -26,9 +26,9 @@ from mcp.shared.auth import AuthorizationCodeResult
 
 from openprogram.mcp.oauth import MCPOAuthError
 from openprogram.mcp.oauth_handoff import PendingAuthorization
-from tools_app.mcp_account_models import MCPOAuthFlow
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_token_crypto import TokenSealError, seal, unseal
+from tools_app.mcp.account_models import MCPOAuthFlow
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.token_crypto import TokenSealError, seal, unseal
 
 __all__ = [
     "FLOW_SECONDS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
-from tools_app import mcp_catalog_services as services
+from tools_app.mcp import catalog_services as services
 
 __all__ = ["router"]
 

@@ -16,10 +16,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from openprogram_site.api_errors import UnprocessableError
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_oauth_flows import FlowNotFound, FlowOfAnotherUser
-from tools_app.mcp_oauth_services import (
+from core.api_errors import UnprocessableError
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.oauth_flows import FlowNotFound, FlowOfAnotherUser
+from tools_app.mcp.oauth_services import (
     mcp_account_callback,
     mcp_account_connect_start,
     mcp_account_disconnect,

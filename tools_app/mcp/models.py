@@ -1,7 +1,7 @@
 """The admin-edited configuration of one MCP server.
 
 Rows are turned into :class:`openprogram.mcp.MCPServerConfig` by
-``tools_app.mcp_services`` and fed to the process-wide manager; nothing here
+``tools_app.mcp.services`` and fed to the process-wide manager; nothing here
 talks to a server.
 """
 

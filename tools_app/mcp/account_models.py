@@ -1,7 +1,7 @@
 """A user's own connection to an MCP server that needs one (``MCPServer.per_user_auth``).
 
 The OAuth tokens, the client registration and an authorization in progress are
-stored sealed (see ``tools_app.mcp_token_crypto``): a database dump holds no
+stored sealed (see ``tools_app.mcp.token_crypto``): a database dump holds no
 usable token or PKCE verifier, and no page or API ever shows them.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from tools_app.mcp_models import MCPServer
+from tools_app.mcp.models import MCPServer
 
 __all__ = ["MCPAccount", "MCPOAuthFlow"]
 

@@ -25,15 +25,15 @@ from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import ValidationError
 
+from core.api_errors import UnprocessableError
 from openprogram.mcp import MCPServerConfig, get_mcp_accounts
 from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, oauth_auth
 from openprogram.mcp.oauth_handoff import finish_authorization, oauth_auth_handing_off
 from openprogram.mcp.oauth_revocation import revocation_endpoint_of, revoke_tokens
-from openprogram_site.api_errors import UnprocessableError
-from tools_app.mcp_account_models import MCPAccount
-from tools_app.mcp_models import MCPServer
-from tools_app.mcp_oauth_flows import ConsentRequest, mcp_oauth_flow_take, needs_the_user
-from tools_app.mcp_token_crypto import TokenSealError, seal, unseal
+from tools_app.mcp.account_models import MCPAccount
+from tools_app.mcp.models import MCPServer
+from tools_app.mcp.oauth_flows import ConsentRequest, mcp_oauth_flow_take, needs_the_user
+from tools_app.mcp.token_crypto import TokenSealError, seal, unseal
 
 __all__ = [
     "AccountTokenStore",
