@@ -106,7 +106,7 @@ async def _measure(workspace: Path) -> list[list[object]]:
             f"+{boxed - bare:.1f}",
         ],
         [
-            "… with the limits (prlimit, /tmp size and report), no cgroup",
+            "… as shipped but no cgroup (prlimit, /tmp report; as root: mount + setpriv)",
             f"{bare:.1f}",
             f"{limited:.1f}",
             f"+{limited - bare:.1f}",
@@ -120,7 +120,7 @@ async def _measure(workspace: Path) -> list[list[object]]:
         )
         rows.append(
             [
-                f"… with the limits and the call's cgroup ({support.version})",
+                f"… as shipped, with the call's cgroup ({support.version})",
                 f"{bare:.1f}",
                 f"{grouped:.1f}",
                 f"+{grouped - bare:.1f}",
