@@ -32,9 +32,17 @@ from chat_app.raw_sql import column, python_value, table
 from core.api_errors import ThrottledError
 from openprogram_site.db_sent import query_sent
 
-__all__ = ["TURN_WINDOW", "turn_budget_refusal_sent", "turn_start_allow_sent"]
+__all__ = [
+    "RUNNING_RETRY_AFTER",
+    "TURN_WINDOW",
+    "turn_budget_refusal_sent",
+    "turn_start_allow_sent",
+]
 
 TURN_WINDOW = timedelta(minutes=1)
+RUNNING_RETRY_AFTER = 5
+"""Seconds a client refused for too many turns at once is told to wait (``Retry-After``):
+when a running turn ends cannot be known, so this is a polling pace, not a promise."""
 
 
 def turn_start_allow_sent(
@@ -82,8 +90,8 @@ def _verdict(
     if concurrent and running >= concurrent:
         raise ThrottledError(
             f"too many turns running: {concurrent} at once is the limit; "
-            "wait for one to finish or stop it",
-            retry_after=None,
+            f"wait for one to finish or stop it (try again in {RUNNING_RETRY_AFTER} s)",
+            retry_after=RUNNING_RETRY_AFTER,
         )
     if per_minute and nth_recent is not None:
         wait = math.ceil((nth_recent + TURN_WINDOW - now).total_seconds())

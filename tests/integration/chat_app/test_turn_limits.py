@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from chat_app.models import Run
 from chat_app.services import conversation_create
-from chat_app.turn_limits import turn_start_allow_sent
+from chat_app.turn_limits import RUNNING_RETRY_AFTER, turn_start_allow_sent
 from core.api_errors import ThrottledError
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
@@ -85,8 +85,9 @@ def test_a_run_whose_lease_ran_out_holds_no_slot(alice, settings):
     _runs(alice, count=3, status="completed")
     turn_start_allow_sent(owner_id=alice.pk)()  # one live run of two allowed
     _runs(alice, count=1, status="running")
-    with pytest.raises(ThrottledError, match="2 at once is the limit"):
+    with pytest.raises(ThrottledError, match="2 at once is the limit") as refused:
         turn_start_allow_sent(owner_id=alice.pk)()
+    assert refused.value.retry_after == RUNNING_RETRY_AFTER
 
 
 def test_the_minute_limit_counts_the_last_minute_and_says_when_to_retry(alice, bob, settings):
@@ -102,3 +103,20 @@ def test_the_minute_limit_counts_the_last_minute_and_says_when_to_retry(alice, b
         turn_start_allow_sent(owner_id=alice.pk)()
     # The third latest start (40 s ago) leaves the window in about 20 s.
     assert 18 <= refused.value.retry_after <= 21
+
+
+def test_the_api_answers_too_many_turns_at_once_with_429_and_retry_after(
+    alice, alice_client, settings
+):
+    settings.OPENPROGRAM_MAX_CONCURRENT_TURNS, settings.OPENPROGRAM_TURNS_PER_MINUTE = 1, 0
+    _runs(alice, count=1, status="running")  # a live run in another conversation
+    conversation = conversation_create(owner=alice)
+    response = alice_client.post(
+        f"/api/conversations/{conversation.public_id}/turns",
+        {"text": "hello"},
+        content_type="application/json",
+    )
+    assert response.status_code == 429
+    assert response["Retry-After"] == str(RUNNING_RETRY_AFTER)
+    assert response.json()["detail"].startswith("too many turns running: 1 at once is the limit")
+    assert not Run.objects.filter(conversation=conversation).exists()
