@@ -10,12 +10,20 @@ drops what it already has by ``seq``. A frame it cannot use (bad JSON, unknown t
 missing field) gets an error frame and the socket stays; a frame over 64 KB gets an
 error frame and close 4413 (daphne's own 1 MB limit answers the same way,
 ``openprogram_site/daphne_patches.py``).
+
+The socket lives only as long as its login (``accounts/session_revocation.py``): it joins
+its user's group, and on every ``session.check`` sent there (logout, a deleted session,
+deactivation, a password change) it loads its session afresh and closes with 4401 if
+that no longer logs its user in. A turn start re-checks too when the last check is older
+than ``SESSION_RECHECK_SECONDS``, and every approval, answer and elicitation reply
+re-checks always, so a socket that missed a message still cannot act.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from channels.consumer import get_handler_name
@@ -23,6 +31,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from pydantic import ValidationError
 
+from accounts.session_revocation import key_digest, session_user, user_group
 from chat_app.catch_up import NOT_READ, connect_reads_sent
 from chat_app.db_batch import run_batched
 from chat_app.schemas import MAX_FRAME_BYTES, UserMessageFrame, parse_client_frame
@@ -45,6 +54,10 @@ _log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+# A turn start trusts a session check this recent; approvals always check afresh.
+SESSION_RECHECK_SECONDS = 5.0
+# Frames that let a tool act (or answer for the user): each re-checks the session first.
+_FULL_CHECK_FRAMES = frozenset({"approve", "answer", "elicit"})
 
 
 def _error_text(exc: ValidationError) -> str:
@@ -58,6 +71,9 @@ def _error_text(exc: ValidationError) -> str:
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     conversation_id: int
     group: str
+    user_group: str = ""
+    session_key: str | None = None
+    session_checked_at: float = 0.0
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -84,6 +100,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._refuse(CLOSE_NOT_FOUND)
             return
         self.conversation_id = owned
+        self.session_key = self.scope["session"].session_key
+        self.session_checked_at = time.monotonic()
+        # A login ended between the middleware's check and this join is caught by the
+        # next action's re-check (SESSION_RECHECK_SECONDS; approvals always).
+        self.user_group = user_group(user.pk)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         self.group = events_group(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -113,6 +135,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # The turn keeps running: it belongs to the conversation, not to this socket.
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.user_group:
+            await self.channel_layer.group_discard(self.user_group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if bytes_data is not None or text_data is None:
@@ -149,7 +173,29 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             _log.exception("chat frame %r failed", data.get("type"))
             await self._error("internal", f"could not handle {data.get('type')!r}: {exc}")
 
+    async def _session_valid(self, *, full: bool) -> bool:
+        """Does this socket's session still log its user in? (re-read unless recent)"""
+        if not full and time.monotonic() - self.session_checked_at < SESSION_RECHECK_SECONDS:
+            return True
+        user = await session_user(self.session_key)
+        if user is None or user.pk != self.scope["user"].pk:
+            return False
+        self.scope["user"] = user  # e.g. its new password hash after a change of its own
+        self.session_checked_at = time.monotonic()
+        return True
+
+    async def session_check(self, message: dict[str, Any]) -> None:
+        """A login of this user may have ended: close with 4401 unless this one stands."""
+        new_key = (message.get("rekeyed") or {}).get(key_digest(self.session_key or ""))
+        if new_key:  # this session changed its own password: follow its new key
+            self.session_key = new_key
+        if not await self._session_valid(full=True):
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+
     async def _handle(self, frame: Any) -> None:
+        if not await self._session_valid(full=frame.type in _FULL_CHECK_FRAMES):
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
         user = self.scope["user"]
         if isinstance(frame, UserMessageFrame):
             options = frame.model_dump(exclude={"type", "text", "attended", "replaces"})

@@ -20,6 +20,7 @@ from accounts.account_views import TOKEN_NAME_MAX, password_form
 from accounts.models import ApiToken, UserPreferences
 from accounts.preferences import preferences_get, preferences_update
 from accounts.services import api_token_create
+from accounts.session_revocation import session_rekeyed
 from chat_app.selectors import model_choices
 from core.api_errors import DomainError
 from openprogram.security.workspace_quota import user_workspace_usage
@@ -39,8 +40,10 @@ def account_page(request: HttpRequest) -> HttpResponse:
     if action == "password":
         form = password_form(request, request.POST)
         if form.is_valid():
-            form.save()
-            update_session_auth_hash(request, form.user)
+            # This session's own socket follows its new key; the others close.
+            with session_rekeyed(request):
+                form.save()
+                update_session_auth_hash(request, form.user)
             messages.success(request, "Password saved.")
             return redirect("account")
         status = 422
