@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 
-from accounts.services import api_token_authenticate
+from accounts.services import api_token_verify
 
 __all__ = ["BearerTokenAuth", "SessionAuth", "api_auth"]
 
@@ -36,10 +36,12 @@ class SessionAuth(APIKeyCookie):
 
 class BearerTokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        user = api_token_authenticate(token=token)
-        if user is not None:
-            request.user = user
-        return user
+        row = api_token_verify(token=token)
+        if row is None:
+            return None
+        request.user = row.user
+        request.api_token_name = row.name  # the audit trail names the token
+        return row.user
 
 
 api_auth = [BearerTokenAuth(), SessionAuth()]

@@ -18,6 +18,7 @@ __all__ = [
     "admin_ensure",
     "api_token_authenticate",
     "api_token_create",
+    "api_token_verify",
     "login_token_create",
     "login_token_redeem",
 ]
@@ -80,8 +81,14 @@ def api_token_create(*, user: AbstractBaseUser, name: str) -> str:
 
 
 def api_token_authenticate(*, token: str) -> AbstractBaseUser | None:
+    row = api_token_verify(token=token)
+    return None if row is None else row.user
+
+
+def api_token_verify(*, token: str) -> ApiToken | None:
+    """The active user's token row for ``token`` (its ``name`` goes into the audit trail)."""
     row = ApiToken.objects.select_related("user").filter(token_hash=_hash(token)).first()
     if row is None or not row.user.is_active:
         return None
     ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
-    return row.user
+    return row

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from ninja import File, Router, Schema
 from ninja.files import UploadedFile
 
+from audit_app.recording import audit_channel
 from chat_app.attachments import attachment_save
 from chat_app.models import Conversation, Run, ToolCallRecord
 from chat_app.schemas import (
@@ -208,9 +209,11 @@ async def conversations_turn(request: HttpRequest, conversation_id: str, payload
         owner=user, public_id=conversation_id
     )
     options = TurnOptions(**payload.model_dump(exclude={"text", "attended"}))
-    outcome = await turn_run_to_completion(
-        user=user, conversation_id=conversation.pk, text=payload.text, options=options
-    )
+    token = getattr(request, "api_token_name", None)
+    with audit_channel(kind="api", detail=f"token {token!r}" if token else "session"):
+        outcome = await turn_run_to_completion(
+            user=user, conversation_id=conversation.pk, text=payload.text, options=options
+        )
     return {
         "run_id": outcome.run_id,
         "status": outcome.status,

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
+from audit_app.recording import audit_events_record
 from chat_app.db_batch import statements_pipelined
 from chat_app.explain import explain_compact
 from chat_app.history_sql import (
@@ -131,6 +132,8 @@ def run_record_events(
                 )
                 for event in events:
                     _apply_event(run_id, event)
+                # The audit trail's rows for the calls that finished in this step.
+                audit_events_record(run_id=run_id, owner_id=owner_id, events=events, run_model=Run)
                 if calls and owner_id is not None:
                     model_calls_insert(
                         user_id=owner_id, run_id=run_id, calls=calls, savepoint=savepoint

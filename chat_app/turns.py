@@ -26,6 +26,7 @@ from typing import Any
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 
+from audit_app.recording import audit_run_begin
 from chat_app.db_batch import run_batched
 from chat_app.explain import explain_compact
 from chat_app.leases import lease_keep
@@ -359,6 +360,7 @@ async def turn_start(
         _flight_end(conversation_id)
         raise
     turn.run_id = prepared.run_id
+    audit_run_begin(run_id=prepared.run_id)  # the trail's channel for this run (API token...)
     turn.allowed_tools = set(prepared.allowed_tools)
     # SLF001: the turn's own flag, set where the turn is built.
     turn.budget_at_start, turn._budget_at_start_unread = prepared.budget_refusal, True  # noqa: SLF001

@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "tools_app",
     "chat_app",
     "usage_app",
+    "audit_app",
 ]
 
 MIDDLEWARE = [
@@ -278,6 +279,8 @@ OPENPROGRAM_MODELS = ["offline", *[m for m in env_list("OPENPROGRAM_MODELS") if 
 OPENPROGRAM_DEFAULT_MODEL = env_str("OPENPROGRAM_DEFAULT_MODEL", "offline")
 # USD per million tokens for models litellm's cost map does not know (or to override it).
 OPENPROGRAM_MODEL_PRICES = env_model_prices("OPENPROGRAM_MODEL_PRICES")
+# How long the audit trail keeps a tool call; only `manage.py audit_prune` deletes (0: keep all).
+OPENPROGRAM_AUDIT_RETENTION_DAYS = env_int("OPENPROGRAM_AUDIT_RETENTION_DAYS", 365, minimum=0)
 if OPENPROGRAM_DEFAULT_MODEL not in OPENPROGRAM_MODELS:
     OPENPROGRAM_MODELS.append(OPENPROGRAM_DEFAULT_MODEL)
 # Program packages whose PROGRAM_ENTRIES are loaded at start-up (plus entry points).

@@ -37,5 +37,6 @@ urlpatterns = [
     path("api/", api.urls),
     path("programs/", include("tools_app.urls")),
     path("usage/", include("usage_app.urls")),
+    path("audit/", include("audit_app.urls")),
     path("", include("chat_app.urls")),
 ]

@@ -150,6 +150,10 @@ class ToolFinished(Event):
     full_result_path: str | None = None
     duration_ms: float = 0.0
     parent_call_id: str | None = None
+    verdict: str = ""
+    """The call policy's verdict (allow/ask/deny), empty if the call never reached it."""
+    rule: str = ""
+    """The rule (in words) that decided it; empty when the tool's default did."""
 
 
 @dataclass

@@ -115,6 +115,8 @@ async def run_tool_call(
             truncated=result.truncated,
             full_result_path=result.full_result_path,
             duration_ms=round(duration_ms, 3),
+            verdict=result.verdict,
+            rule=result.rule,
         )
     )
     return ToolCallOutcome(call=call, result=result, invalid_arguments=invalid)

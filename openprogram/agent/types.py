@@ -46,6 +46,11 @@ class AgentToolResult:
     duration_ms: float = 0.0
     attachments: list[dict[str, Any]] = field(default_factory=list)
     """Non-text parts (images from MCP): ``{"type": "image", "mime_type", "data"}``."""
+    verdict: str = ""
+    """The call policy's verdict on this call (allow/ask/deny); empty when it never got one
+    (invalid arguments, an unknown tool). Set by ``call_policy.run_with_policy`` only."""
+    rule: str = ""
+    """The rule (in words) that decided ``verdict``; empty when the tool's default did."""
 
 
 @dataclass

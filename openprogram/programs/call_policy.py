@@ -134,6 +134,9 @@ async def run_with_policy(
         if cache is not None and cache_key is not None and not result.is_error:
             cache.put(cache_key, dataclasses.replace(result))
     result.duration_ms = (time.perf_counter() - started) * 1000
+    # For the audit trail: set here, after the body, so no tool can claim a verdict.
+    result.verdict = verdict.verdict
+    result.rule = verdict.words if verdict.source != "default" else ""
     return result
 
 
