@@ -53,6 +53,15 @@ def _composer_context(request: HttpRequest) -> dict:
     }
 
 
+_STOPPED_TAIL = "\nOutput so far:\n"
+"""How the framework's call policy appends what a cut-off call printed (call_policy._partial)."""
+
+
+def _stopped_tail(preview: str) -> str:
+    # As chat-transcript.js does for a live card: everything after the first marker.
+    return preview.split(_STOPPED_TAIL, 1)[1] if _STOPPED_TAIL in preview else ""
+
+
 @require_GET
 def chat_home(request: HttpRequest) -> HttpResponse:
     """A new chat: the composer, focused; the conversation is created by the first message."""
@@ -88,6 +97,7 @@ def conversation_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
         run.user_text = next((m.text for m in run.messages.all() if m.role == "user"), "")
         for call in run.tool_calls.all():
             call.arguments_json = json.dumps(call.arguments, indent=2, ensure_ascii=False)
+            call.stopped_tail = _stopped_tail(call.result_preview) if call.status == "stopped" else ""
     return render(
         request,
         "chat_app/chat.html",

@@ -38,6 +38,9 @@ __all__ = [
 DEFAULT_MAX_STEPS = 25
 DEFAULT_VALIDATION_BUDGET = 3
 """Consecutive invalid-argument calls of one tool before the turn gives up on it."""
+_STOPPED_CALL_WAIT_S = 0.75
+"""How long a stopped step waits for its calls to return on their own: a little over the
+call policy's cancel grace (0.5 s), after which a call reports its partial output."""
 
 EventSink = Callable[[Event], None]
 StreamChat = Callable[..., AsyncIterator[ProviderDelta]]
@@ -185,9 +188,12 @@ class _Turn:
             stop.cancel()
         if not self.cancel.is_set():
             return [task.result() for task in tasks]
-        # Stop: tell each tool first (it may clean up), then stop waiting for it.
+        # Stop: tell each tool first (it may clean up), then stop waiting for it. Told,
+        # a call returns within the call policy's grace with what it printed so far (its
+        # stream's tail, in its ToolFinished): only one that does not is cut off here.
         for call_cancel in call_cancels:
             call_cancel.set()
+        await asyncio.wait(tasks, timeout=_STOPPED_CALL_WAIT_S)
         for call, task in zip(calls, tasks, strict=True):
             if not task.done():
                 task.cancel()

@@ -120,7 +120,7 @@ def test_an_approved_bash_call_streams_and_completes(server, page):
     done.wait_for()
     # Streamed while it ran, then shown once: the live output gives way to the result.
     assert done.locator(".tool-output").is_hidden()
-    assert done.locator(".tool-result").inner_text().count("hi") == 1
+    assert done.locator(".tool-result").text_content().count("hi") == 1
     assert re.fullmatch(r"\d+ ms", done.locator(".tool-duration").inner_text())
     _wait_run_status(page, "completed")
     done.scroll_into_view_if_needed()
@@ -137,7 +137,7 @@ def test_a_denied_call_shows_the_reason_and_does_not_run(server, page):
     _wait_run_status(page, "completed")
     denied = page.locator(".tool-card").last
     assert denied.get_attribute("data-status") == "denied"
-    assert "should-not-run\n" not in denied.locator(".tool-result").inner_text()
+    assert "should-not-run\n" not in denied.locator(".tool-result").text_content()
     assert "not on my machine" in denied.inner_text()
 
 
@@ -175,7 +175,7 @@ def test_a_reloaded_page_sees_the_running_turn_finish(server, page):
     page.reload()
     page.wait_for_selector(".run[data-status=running]")
     _wait_run_status(page, "completed", timeout=20_000)
-    assert "after-reload" in page.locator(".tool-card[data-status=done] .tool-result").inner_text()
+    assert "after-reload" in page.locator(".tool-card[data-status=done] .tool-result").text_content()
 
 
 def test_a_second_tab_sees_the_same_stream_and_can_approve(server, page):
@@ -186,7 +186,7 @@ def test_a_second_tab_sees_the_same_stream_and_can_approve(server, page):
     _send(page, "/bash echo twin-tabs")
     other.locator(".tool-card[data-status=awaiting_approval] button.approve").click()
     page.wait_for_selector(".tool-card[data-status=done]")
-    assert "twin-tabs" in page.locator(".tool-card[data-status=done] .tool-result").inner_text()
+    assert "twin-tabs" in page.locator(".tool-card[data-status=done] .tool-result").text_content()
     other.wait_for_selector(".run[data-status=completed] .reply.markdown")
     assert other.locator(".run .msg.user .bubble").last.inner_text() == "/bash echo twin-tabs"
     other.close()

@@ -67,8 +67,8 @@ def test_alice_answers_the_servers_form_in_the_chat(page, mcp_web):
     card.get_by_role("button", name="Submit").click()
     # The finished run is redrawn from history: find the card by its call id.
     result = page.locator(f'.tool-card[data-call-id="{call_id}"] .tool-result')
-    result.wait_for(timeout=30_000)
-    answer = json.loads(result.inner_text())
+    result.wait_for(state="attached", timeout=30_000)  # in the folded card
+    answer = json.loads(result.text_content())
     assert answer == {
         "action": "accept",
         "content": {
@@ -92,8 +92,8 @@ def test_a_required_field_left_empty_keeps_the_form_open_until_alice_declines(pa
     assert card.get_by_role("button", name="Decline").is_enabled()
     card.get_by_role("button", name="Decline").click()
     card = page.locator(f'.tool-card[data-call-id="{call_id}"]')
-    card.locator(".tool-result").wait_for(timeout=30_000)
-    assert json.loads(card.locator(".tool-result").inner_text())["action"] == "decline"
+    card.locator(".tool-result").wait_for(state="attached", timeout=30_000)
+    assert json.loads(card.locator(".tool-result").text_content())["action"] == "decline"
 
 
 def test_the_open_form_and_the_composers_mcp_lists_pass_axe(page, mcp_web):

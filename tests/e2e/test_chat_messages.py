@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import login, open_new_conversation
 from tests.fakes.openai_server import FakeOpenAIServer, text_reply
@@ -103,6 +104,48 @@ def test_the_first_reply_shows_a_thinking_indicator(model_server, sized_page, ga
     _wait_completed_runs(page, 1)
     assert thinking.count() == 0
     assert page.locator(".run .reply").inner_text() == "echo: hello there"
+
+
+def test_stop_holds_the_queue_until_it_is_sent_or_cleared_across_a_reload(
+    model_server, sized_page, gate, fake_model
+):
+    page = sized_page
+    _start(page, model_server)
+    _send(page, "slow one")
+    page.wait_for_selector(".run .thinking", timeout=40_000)
+    _send(page, "held one")
+    page.click("#stop")
+    page.wait_for_selector(".run[data-status=stopped]", timeout=40_000)
+    held = page.locator("[data-testid=queue-held]")
+    send_queued = held.get_by_role("button", name="Send queued")
+    asked = len(fake_model.requests)
+    gate.open()  # had the queue gone out, its turn would now finish at once
+    page.reload()  # the hold is kept like the queue
+    page.wait_for_selector("#connection[data-state=open]")
+    expect(send_queued).to_be_enabled()  # the socket said nothing runs: drain ran, held
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+    assert page.locator(".run").count() == 1
+    assert len(fake_model.requests) == asked
+    assert page.locator("[data-testid=queued] .queued-text").all_inner_texts() == ["held one"]
+    send_queued.click()
+    _wait_completed_runs(page, 1)
+    assert page.locator(".run .msg.user .bubble").all_inner_texts() == ["slow one", "held one"]
+    assert page.locator("#queue").is_hidden()
+    # Held again, then cleared: nothing is sent, and the hold is gone with the queue.
+    gate.open_event.clear()
+    _send(page, "slow two")
+    page.wait_for_selector(".run:last-child .thinking", timeout=40_000)
+    _send(page, "never sent")
+    page.click("#stop")
+    page.wait_for_selector(".run:last-child[data-status=stopped]", timeout=40_000)
+    held.get_by_role("button", name="Clear queue").click()
+    assert page.locator("#queue").is_hidden()
+    assert page.evaluate("() => Object.keys(sessionStorage).filter((k) => k.includes('held'))") == []
+    assert page.locator(".run .msg.user .bubble").all_inner_texts() == [
+        "slow one",
+        "held one",
+        "slow two",
+    ]
 
 
 def test_messages_typed_during_a_turn_are_queued_editable_cancellable(

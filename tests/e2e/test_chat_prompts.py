@@ -48,7 +48,7 @@ def test_an_approval_takes_focus_in_view_and_enter_approves(server, sized_page):
     done = page.locator(".tool-card[data-status=done]")
     done.wait_for()
     # The output is shown once (the live pane gives way to the result).
-    assert done.locator(".tool-result").inner_text().count("approved-by-keyboard") == 1
+    assert done.locator(".tool-result").text_content().count("approved-by-keyboard") == 1
     assert done.locator(".tool-output").is_hidden()
 
 
@@ -60,7 +60,7 @@ def test_escape_denies(server, sized_page):
     page.keyboard.press("Escape")
     page.wait_for_selector(".tool-card[data-status=denied]")
     page.wait_for_selector(".run[data-status=completed]")
-    assert "never\n" not in page.locator(".tool-card .tool-result").inner_text()
+    assert "never\n" not in page.locator(".tool-card .tool-result").text_content()
 
 
 def test_allow_for_this_chat_skips_later_prompts_in_this_conversation_only(server, sized_page):
@@ -73,7 +73,7 @@ def test_allow_for_this_chat_skips_later_prompts_in_this_conversation_only(serve
     _send(page, "/bash echo second")
     _wait_completed_runs(page, 2)
     last = page.locator(".run").last
-    assert "second" in last.locator(".tool-card[data-status=done] .tool-result").inner_text()
+    assert "second" in last.locator(".tool-card[data-status=done] .tool-result").text_content()
     assert last.locator(".approval").count() == 0
     # Another conversation of the same user still asks.
     open_new_conversation(page, server)
@@ -97,7 +97,7 @@ def test_an_answered_question_leaves_one_card_without_live_buttons(server, sized
     card = page.locator(".tool-card")
     assert card.count() == 1
     assert card.get_attribute("data-status") == "done"
-    assert "coffee" in card.locator(".tool-result").inner_text()
+    assert "coffee" in card.locator(".tool-result").text_content()
     assert page.locator(".question button").count() == 0
     assert "waiting for your answer" not in page.locator("#transcript").inner_text()
 
@@ -141,25 +141,83 @@ def test_rename_and_delete_use_dialogs_not_browser_prompts(server, sized_page):
     if page.size == "phone":
         page.click("[data-testid=drawer-toggle]")
     item = page.locator("#conversation-list .conversation-item a[aria-current=true]").locator("..")
-    item.hover()
-    item.locator("button.rename").click()
+    menu_button = item.locator("[data-testid=conversation-menu-button]")
+    # Touch on the phone, the mouse on the laptop: the "…" button is there without hover.
+    if page.size == "phone":
+        menu_button.tap()
+    else:
+        menu_button.click()
+    page.get_by_role("menuitem", name="Rename").click()
     page.wait_for_selector("#rename-dialog[open]")
     page.fill("#rename-input", "Renamed by dialog")
     page.keyboard.press("Enter")
     page.wait_for_selector("#rename-dialog", state="hidden")
     assert page.text_content("#chat-title") == "Renamed by dialog"
     assert item.locator("a").inner_text() == "Renamed by dialog"
-    item.locator("button.delete").click()
+    # Saved: focus is back in the composer, and typing lands there.
+    page.wait_for_function("() => document.activeElement?.id === 'composer-text'")
+    page.keyboard.type("next words")
+    assert page.input_value("#composer-text") == "next words"
+    if page.size == "phone":
+        page.click("[data-testid=drawer-toggle]")
+    menu_button.click()
+    page.get_by_role("menuitem", name="Delete").click()
     page.wait_for_selector("#delete-dialog[open]")
     assert "Renamed by dialog" in page.locator("#delete-dialog").inner_text()
-    page.keyboard.press("Escape")  # cancels, focus back on the button
+    page.keyboard.press("Escape")  # cancels, focus back on the menu's button
     # The dialog's close event (which moves focus) is dispatched after the key press returns.
-    page.wait_for_function("() => document.activeElement?.dataset.action === 'delete'")
+    page.wait_for_function(
+        "() => document.activeElement?.dataset.testid === 'conversation-menu-button'"
+    )
     conversation_path = page.url.removeprefix(server.url)
     link = f'#conversation-list a[href="{conversation_path}"]'
     assert page.locator(link).count() == 1
-    item.locator("button.delete").click()
+    menu_button.click()
+    page.get_by_role("menuitem", name="Delete").click()
     page.click("#delete-dialog button.danger")
     page.wait_for_url(server.url + "/")
     assert browser_dialogs == []
     assert page.locator(link).count() == 0
+
+
+def test_the_chat_menu_works_from_the_keyboard_alone(server, sized_page):
+    page = sized_page
+    _start(page, server)
+    _send(page, "keyboard menu")
+    page.wait_for_selector(".run[data-status=completed]")
+    if page.size == "phone":
+        page.click("[data-testid=drawer-toggle]")
+    item = page.locator("#conversation-list .conversation-item a[aria-current=true]").locator("..")
+    button = item.locator("[data-testid=conversation-menu-button]")
+    conversation_id = item.get_attribute("data-conversation-id")
+    button.focus()
+    page.keyboard.press("Enter")  # opens, focus on the first item
+    assert button.get_attribute("aria-expanded") == "true"
+    focused = "() => document.activeElement?.textContent"
+    assert page.evaluate(focused) == "Rename"
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(focused) == "Export"
+    assert page.evaluate("document.activeElement.getAttribute('href')") == (
+        f"/c/{conversation_id}/export.md"
+    )
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(focused) == "Delete"
+    page.keyboard.press("ArrowDown")  # wraps
+    assert page.evaluate(focused) == "Rename"
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(focused) == "Delete"
+    page.keyboard.press("Escape")  # closes; focus back on the button; the drawer stays
+    assert page.locator("[data-testid=conversation-menu]").is_hidden()
+    assert button.get_attribute("aria-expanded") == "false"
+    assert page.evaluate("document.activeElement.dataset.testid") == "conversation-menu-button"
+    assert page.locator("#chat-sidebar").is_visible()
+    page.keyboard.press("ArrowUp")  # opens on the last item
+    assert page.evaluate(focused) == "Delete"
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")  # Rename
+    page.wait_for_selector("#rename-dialog[open]")
+    page.keyboard.press("Escape")
+    page.wait_for_function(
+        "() => document.activeElement?.dataset.testid === 'conversation-menu-button'"
+    )

@@ -57,7 +57,7 @@ def test_an_approval_from_another_process_reaches_the_turn(browser, two_servers)
     a.press("#composer-text", "Enter")
     b.locator(".tool-card[data-status=awaiting_approval] button.approve").click()
     a.wait_for_selector(".tool-card[data-status=done]", timeout=40_000)
-    assert "across-processes" in a.locator(".tool-card .tool-result").inner_text()
+    assert "across-processes" in a.locator(".tool-card .tool-result").text_content()
     b.wait_for_selector(".run[data-status=completed] .run-status")
     context.close()
 

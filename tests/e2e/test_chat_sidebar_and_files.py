@@ -103,7 +103,7 @@ def test_an_attached_file_is_readable_by_the_file_tools_and_not_by_bob(
     page.wait_for_selector(".run[data-status=completed]")
     bubble = page.locator(".run .msg.user .bubble").inner_text()
     assert f"- uploads/note-{page.size}.txt ({len(secret) + 1} bytes)" in bubble
-    assert secret in page.locator(".tool-card .tool-result").inner_text()
+    assert secret in page.locator(".tool-card .tool-result").text_content()
     assert page.locator("#attachments").is_hidden()  # sent with the message
     # Bob asks for the same path in his own workspace: it is not there.
     page.context.clear_cookies()

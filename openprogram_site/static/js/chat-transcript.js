@@ -6,6 +6,21 @@
   "use strict";
 
   const OUTPUT_LIMIT = 20 * 1024; // streamed tool output kept per card (the tail)
+  const FINISHED = new Set(["done", "error", "denied", "stopped"]);
+  const STOPPED_TAIL = "\nOutput so far:\n"; // how the framework appends a cut-off call's tail
+
+  // A finished call's status in words: "error: <its first line>", as in _tool_card.html.
+  function errorWords(preview) {
+    const line = (preview || "").split("\n").find((l) => l.trim()) || "";
+    return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+  }
+
+  // The composer, after a prompt was answered from the keyboard: what is typed next lands there.
+  function returnFocus(box) {
+    const active = document.activeElement;
+    if (active && active !== document.body && !box.contains(active)) return;
+    document.getElementById("composer-text")?.focus({ preventScroll: true });
+  }
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -104,9 +119,30 @@
       return [...block.querySelectorAll(".tool-card")].find((c) => c.dataset.callId === callId);
     }
 
+    // The one-line summary of a card, live and after a reload alike (the template renders
+    // the same data attributes; describeCard writes the line for both):
+    // "Used list_dir · 12 ms", "bash · stopped · 2,010 ms", "read · error: No such file".
+    function describeCard(card) {
+      const status = card.dataset.status;
+      const summary = card.querySelector(":scope > summary");
+      const result = card.querySelector(":scope > .tool-body > .tool-result");
+      const label = status === "error" ? `error: ${errorWords(result?.textContent)}`
+        : FINISHED.has(status) ? status : card.dataset.label || status;
+      const ms = card.dataset.durationMs;
+      const finished = FINISHED.has(status);
+      const name = summary.querySelector(".tool-name");
+      const verb = status === "done" ? "Used " : "";
+      const duration = finished && Number(ms) > 0 ? `${Math.round(Number(ms)).toLocaleString("en-US")} ms` : "";
+      const line = [el("span", "tool-verb", verb), name];
+      if (status !== "done") line.push(" · ", el("span", "tool-status", label));
+      if (duration) line.push(" · ", el("span", "tool-duration muted", duration));
+      summary.replaceChildren(...line);
+    }
+
     function setCardStatus(card, status, label) {
       card.dataset.status = status;
-      card.querySelector(".tool-status").textContent = label || status;
+      card.dataset.label = label || status;
+      describeCard(card);
     }
 
     function toolCard(block, event) {
@@ -117,8 +153,7 @@
       card.open = true;
       card.dataset.callId = event.call_id;
       const summary = el("summary");
-      summary.append(el("span", "tool-name", event.name), " ", el("span", "tool-status"), " ",
-        el("span", "tool-duration muted"));
+      summary.append(el("span", "tool-name", event.name));
       const body = el("div", "tool-body");
       const args = typeof event.arguments === "string" ? event.arguments : JSON.stringify(event.arguments, null, 2);
       body.append(el("div", "label", "Arguments"), el("pre", "tool-args", args));
@@ -149,6 +184,7 @@
       approve.type = deny.type = "button";
       const decide = (frame) => {
         if (send({ call_id: event.call_id, reason: reason.value, ...frame })) {
+          returnFocus(box); // before the disabled buttons drop focus to the page
           box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
         }
       };
@@ -200,6 +236,7 @@
       box.append(el("p", "question-text", event.question));
       const answer = (text) => {
         if (!send({ type: "answer", call_id: event.call_id, text })) return;
+        returnFocus(box);
         box.replaceChildren(el("p", "question-text", event.question), el("p", "answered", `You answered: ${text}`));
         setCardStatus(card, "running", "answered, running…");
       };
@@ -232,21 +269,24 @@
       card.querySelector(".approval")?.remove();
       card.querySelector(".question")?.remove();
       const denied = card.dataset.status === "denied";
-      const status = event.stopped ? "stopped" : event.is_error ? (denied ? "denied" : "error") : "done";
-      setCardStatus(card, status, status);
-      card.querySelector(".tool-duration").textContent = event.stopped && !event.duration_ms ? "" : `${Math.round(event.duration_ms || 0)} ms`;
+      // A denied call stays denied, even when Stop came after (as run history keeps it).
+      const status = denied ? "denied" : event.stopped ? "stopped" : event.is_error ? "error" : "done";
+      card.dataset.durationMs = String(event.duration_ms || 0);
       const body = card.querySelector(".tool-body");
       const children = body.querySelector(".children");
       // The result repeats what streamed live: show it once.
-      body.querySelectorAll(".tool-output, .output-label").forEach((node) => { node.hidden = true; });
+      body.querySelectorAll(".tool-output, .output-label").forEach((node) => node.remove());
       if (event.stopped) {
-        body.insertBefore(el("div", "label", "Stopped"), children);
-        body.insertBefore(el("pre", "tool-result is-stopped", "Stopped before it finished."), children);
-        return;
+        // What it printed before Stop (the framework keeps the stream's tail), marked as stopped.
+        const tail = (event.preview || "").split(STOPPED_TAIL).slice(1).join(STOPPED_TAIL);
+        body.insertBefore(el("div", "label", "Stopped · output so far"), children);
+        body.insertBefore(el("pre", "tool-result is-stopped", tail || "Stopped before it printed anything."), children);
+      } else {
+        body.insertBefore(el("div", "label", event.is_error ? "Error" : "Result"), children);
+        body.insertBefore(el("pre", "tool-result" + (event.is_error ? " is-error" : ""), event.preview), children);
       }
-      body.insertBefore(el("div", "label", event.is_error ? "Error" : "Result"), children);
-      const result = el("pre", "tool-result" + (event.is_error ? " is-error" : ""), event.preview);
-      body.insertBefore(result, children);
+      setCardStatus(card, status, status);
+      card.open = false; // finished: one line, opened on click or Enter
       if (event.truncated) {
         const note = el("div", "truncation", "Result truncated for the model. ");
         if (event.full_result_path) {
@@ -345,7 +385,8 @@
         case "approval_resolved": {
           const card = findCard(block, event.call_id);
           if (!card) break;
-          card.querySelector(".approval")?.remove();
+          const box = card.querySelector(".approval");
+          if (box) { returnFocus(box); box.remove(); }
           if (event.approved) setCardStatus(card, "running", `${event.reason || "approved"}, running…`);
           else setCardStatus(card, "denied", `denied${event.reason ? ": " + event.reason : ""}`);
           break;
@@ -424,11 +465,13 @@
     }
 
     // Server-rendered nested calls arrive flat; put each under its parent card.
+    // and write each card's one-line summary as a live card gets it.
     function nestServerRendered() {
       root.querySelectorAll(".tool-card[data-parent-call-id]").forEach((card) => {
         const parent = findCard(card.closest(".run"), card.dataset.parentCallId);
         if (parent) parent.querySelector(".children").append(card);
       });
+      root.querySelectorAll(".tool-card").forEach(describeCard);
     }
 
     function scrollToLatest() {

@@ -210,30 +210,131 @@
     dialog?.querySelector("[data-close]").addEventListener("click", () => dialog.close());
     dialog?.addEventListener("close", () => { target?.opener?.isConnected && target.opener.focus(); });
   });
-  groups?.addEventListener("click", (e) => {
-    const button = e.target.closest("button[data-action]");
-    if (!button) return;
+  // --- each chat's "…" menu (the menu-button pattern): one menu, moved under its button ----------
+  const menu = document.getElementById("conversation-menu");
+  let menuButton = null;
+  const menuItems = () => [...menu.querySelectorAll("[role=menuitem]")];
+
+  const menuHome = menu?.parentElement;
+  function closeMenu(focusButton) {
+    if (!menuButton) return;
+    menu.hidden = true;
+    menuHome.append(menu); // not left inside an item that may be deleted
+    menuButton.setAttribute("aria-expanded", "false");
+    if (focusButton) menuButton.focus();
+    menuButton = null;
+  }
+  function openMenu(button, focusLast = false) {
+    closeMenu(false);
+    menuButton = button;
     const item = button.closest("[data-conversation-id]");
-    if (button.dataset.action === "rename") {
-      document.getElementById("rename-input").value = item.querySelector("a").textContent.trim();
+    menu.querySelector("[data-action=export]").href = `/c/${item.dataset.conversationId}/export.md`;
+    item.append(menu);
+    menu.hidden = false;
+    button.setAttribute("aria-expanded", "true");
+    menuItems().at(focusLast ? -1 : 0).focus();
+  }
+  function chooseFromMenu(action) {
+    const button = menuButton;
+    const item = button.closest("[data-conversation-id]");
+    closeMenu(false);
+    const title = item.querySelector("a").textContent.trim();
+    if (action === "rename") {
+      document.getElementById("rename-input").value = title;
       openDialog(renameDialog, item, button);
       document.getElementById("rename-input").select();
-    } else if (button.dataset.action === "delete") {
-      document.getElementById("delete-name").textContent = item.querySelector("a").textContent.trim();
+    } else if (action === "delete") {
+      document.getElementById("delete-name").textContent = title;
       openDialog(deleteDialog, item, button);
     }
+  }
+  groups?.addEventListener("click", (e) => {
+    const button = e.target.closest(".menu-button");
+    if (!button) return;
+    if (menuButton === button) closeMenu(true); else openMenu(button);
   });
+  groups?.addEventListener("keydown", (e) => {
+    const button = e.target.closest(".menu-button");
+    if (button && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
+      e.preventDefault();
+      openMenu(button, e.key === "ArrowUp");
+    }
+  });
+  menu?.addEventListener("click", (e) => {
+    const choice = e.target.closest("[role=menuitem]");
+    if (!choice) return;
+    if (choice.dataset.action === "export") { window.setTimeout(() => closeMenu(true), 0); return; }
+    chooseFromMenu(choice.dataset.action);
+  });
+  menu?.addEventListener("keydown", (e) => {
+    const items = menuItems();
+    const at = items.indexOf(document.activeElement);
+    const moves = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: items.length - 1 };
+    if (e.key in moves) {
+      e.preventDefault();
+      items.at(moves[e.key] % items.length).focus();
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      e.stopPropagation(); // the menu closes, not the drawer around it
+      closeMenu(true);
+    } else if (e.key === "Tab") {
+      closeMenu(false);
+    } else if (e.key === " " && document.activeElement.tagName === "A") {
+      e.preventDefault();
+      document.activeElement.click();
+    }
+  });
+  document.addEventListener("click", (e) => {
+    if (menuButton && !menu.contains(e.target) && !e.target.closest(".menu-button")) closeMenu(false);
+  });
+
+  // A conversation made on this page (the landing page's first message) joins the list.
+  function addConversation(id) {
+    if (!groups || groups.querySelector(`[data-conversation-id="${id}"]`)) return;
+    document.getElementById("no-conversations")?.remove();
+    let list = groups.querySelector("ul");
+    if (!list || list.previousElementSibling?.textContent !== "Today") {
+      const label = el("h2", "group-label", "Today");
+      list = el("ul");
+      groups.prepend(label, list);
+    }
+    const item = el("li", "conversation-item");
+    item.dataset.conversationId = id;
+    const link = el("a", "", "New chat");
+    link.href = `/c/${id}/`;
+    link.setAttribute("aria-current", "true");
+    const button = el("button", "icon menu-button", "…");
+    button.type = "button";
+    button.setAttribute("aria-haspopup", "menu");
+    button.setAttribute("aria-expanded", "false");
+    button.setAttribute("aria-label", "Actions for New chat");
+    button.dataset.testid = "conversation-menu-button";
+    item.append(link, button);
+    groups.querySelectorAll("a[aria-current]").forEach((a) => a.removeAttribute("aria-current"));
+    list.prepend(item);
+  }
+
+  // A new title (renamed here, or chosen by the server) in the list, the header and the tab.
+  function showTitle(id, title) {
+    const item = groups?.querySelector(`[data-conversation-id="${id}"]`);
+    if (item) {
+      item.querySelector("a").textContent = title;
+      item.querySelector(".menu-button").setAttribute("aria-label", `Actions for ${title}`);
+    }
+    if (chat?.dataset.conversationId === id) {
+      document.getElementById("chat-title").textContent = title;
+      document.title = `${title} · OpenProgram`;
+    }
+  }
+
   renameDialog?.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
       const updated = await api("PATCH", `/api/conversations/${target.id}`, { title: document.getElementById("rename-input").value });
-      target.link.textContent = updated.title;
-      target.item.querySelectorAll("button[data-action]").forEach((b) =>
-        b.setAttribute("aria-label", `${b.title} ${updated.title}`));
-      if (chat?.dataset.conversationId === target.id) {
-        document.getElementById("chat-title").textContent = updated.title;
-        document.title = `${updated.title} · OpenProgram`;
-      }
+      showTitle(target.id, updated.title);
+      // Saved: back to the composer, where the next thing typed belongs.
+      target.opener = document.getElementById("composer-text") || target.opener;
+      if (main.classList.contains("drawer-open")) setDrawer(false);
       renameDialog.close();
     } catch (err) {
       document.getElementById("rename-error").textContent = err.message;
@@ -254,6 +355,6 @@
     }
   });
 
-  window.chatUI = { api, copyText, decorate, el };
+  window.chatUI = { addConversation, api, copyText, decorate, el, showTitle };
   if (transcript) decorate(transcript);
 })();

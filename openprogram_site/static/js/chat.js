@@ -1,6 +1,7 @@
 // The composer, the queue of messages typed during a turn, attachments, and one WebSocket
 // per open conversation whose events chat-transcript.js renders. On the landing page (no
-// conversation yet) the first message creates the conversation, then is sent from its page.
+// conversation yet) the first message creates the conversation and the page becomes its page
+// in place (history.pushState): the composer, and what is typed meanwhile, stay.
 (() => {
   "use strict";
 
@@ -9,8 +10,8 @@
   const { api, el } = window.chatUI;
 
   // --- elements ------------------------------------------------------------------------------
-  const conversationId = chat.dataset.conversationId || "";
-  const landing = chat.dataset.landing === "true";
+  let conversationId = chat.dataset.conversationId || "";
+  let landing = chat.dataset.landing === "true";
   const transcript = document.getElementById("transcript");
   const form = document.getElementById("composer");
   const textarea = document.getElementById("composer-text");
@@ -154,9 +155,15 @@
 
   // --- the queue: messages typed during a turn wait here, shown, editable, cancellable -----------
   // Kept in sessionStorage, so a reload (or the landing page's hand-over) loses nothing.
+  // Stop holds the queue (held), until the person sends or clears it; kept like the queue.
   const queueKey = (id) => `openprogram.queue.${id}`;
+  const heldKey = (id) => `openprogram.queue-held.${id}`;
   let queue = [];
-  try { queue = JSON.parse(window.sessionStorage.getItem(queueKey(conversationId)) || "[]"); } catch (_) { queue = []; }
+  let held = false;
+  try {
+    queue = JSON.parse(window.sessionStorage.getItem(queueKey(conversationId)) || "[]");
+    held = window.sessionStorage.getItem(heldKey(conversationId)) === "true";
+  } catch (_) { queue = []; }
   let socket = null;
   let retryDelay = 500;
   let inFlight = null;
@@ -164,7 +171,32 @@
   let known = false; // whether a turn is running is not known until the socket says so
 
   function saveQueue() {
-    try { window.sessionStorage.setItem(queueKey(conversationId), JSON.stringify(queue)); } catch (_) { /* private mode */ }
+    if (!queue.length) held = false;
+    try {
+      window.sessionStorage.setItem(queueKey(conversationId), JSON.stringify(queue));
+      if (held) window.sessionStorage.setItem(heldKey(conversationId), "true");
+      else window.sessionStorage.removeItem(heldKey(conversationId));
+    } catch (_) { /* private mode */ }
+  }
+
+  function holdBar() {
+    const li = el("li", "queue-held");
+    li.dataset.testid = "queue-held";
+    const send = el("button", "primary", "Send queued");
+    const clear = el("button", "", "Clear queue");
+    send.type = clear.type = "button";
+    send.disabled = !known; // until the socket says whether a turn still runs
+    send.addEventListener("click", () => { release(); textarea.focus(); });
+    clear.addEventListener("click", () => { queue = []; saveQueue(); renderQueue(); textarea.focus(); });
+    li.append(el("span", "badge warn", "held"), el("span", "queued-text", "Stopped: the queue waits for you."), send, clear);
+    return li;
+  }
+
+  function release() {
+    held = false;
+    saveQueue();
+    renderQueue();
+    drain();
   }
 
   function renderQueue() {
@@ -200,11 +232,12 @@
       li.append(el("span", "badge info", "queued"), text, edit, cancel);
       return li;
     }));
+    if (held && queue.length) queueList.prepend(holdBar());
     queueList.hidden = queue.length === 0;
   }
 
   function drain() {
-    if (landing || running || !known || inFlight || !queue.length) return;
+    if (landing || held || running || !known || inFlight || !queue.length) return;
     if (!socket || socket.readyState !== WebSocket.OPEN) return;
     const item = queue.shift();
     saveQueue();
@@ -236,8 +269,13 @@
 
   function submit(item) {
     composerError.textContent = "";
-    if (landing) { startConversation(item); return; }
+    if (landing) {
+      // A second message while the first is creating the conversation: sent after it.
+      if (creating) creating.then(() => submit(item)); else creating = startConversation(item);
+      return;
+    }
     if (running || !known || inFlight || queue.length) {
+      held = false; // sending again sends what waits too, in order
       queue.push(item);
       saveQueue();
       renderQueue();
@@ -247,6 +285,7 @@
     }
   }
 
+  let creating = null;
   async function startConversation(item) {
     const o = options();
     sendButton.disabled = true;
@@ -254,13 +293,34 @@
       const created = await api("POST", "/api/conversations", {
         profile: o.profile, model: o.model, agent_profile: o.agent_profile || null,
       });
-      window.sessionStorage.setItem(queueKey(created.id), JSON.stringify([{ ...item, options: o }]));
-      window.location.href = `/c/${created.id}/`;
+      becomeConversation(created.id);
+      queue = [{ ...item, options: o }];
+      saveQueue();
+      renderQueue();
+      goLive();
     } catch (err) {
       composerError.textContent = err.message;
-      sendButton.disabled = false;
       if (!textarea.value.trim()) textarea.value = item.text; // not created: keep the message
     }
+    sendButton.disabled = false;
+    creating = null;
+  }
+
+  // The landing page turns into the new conversation's page without a navigation, so
+  // nothing typed in the meantime is lost; Back (to /) reloads the landing page.
+  function becomeConversation(id) {
+    conversationId = id;
+    landing = false;
+    chat.dataset.conversationId = id;
+    delete chat.dataset.landing;
+    window.history.pushState({ conversation: id }, "", `/c/${id}/`);
+    window.addEventListener("popstate", () => window.location.reload());
+    chat.querySelectorAll(".chat-head [data-conversation-link]").forEach((link) => {
+      link.href = link.dataset.conversationLink.replace("ID", id);
+      link.hidden = false;
+    });
+    connection.hidden = false;
+    window.chatUI.addConversation?.(id);
   }
 
   form.addEventListener("submit", (e) => {
@@ -271,16 +331,20 @@
     textarea.focus();
   });
   document.addEventListener("chat:resend", (e) => submit({ text: e.detail.text, replaces: e.detail.replaces, edited: e.detail.edited }));
-  stopButton.addEventListener("click", () => send({ type: "stop" }));
+  stopButton.addEventListener("click", () => {
+    if (!send({ type: "stop" })) return;
+    if (queue.length) { held = true; saveQueue(); renderQueue(); }
+  });
 
   renderChips();
   showModelProblem();
   renderQueue();
   textarea.focus();
-  if (landing) return;
 
   // --- rendering a run --------------------------------------------------------------------
-  const view = window.createChatTranscript({
+  let view = null;
+  function createView() {
+    return window.createChatTranscript({
     root: transcript,
     send: (frame) => send(frame),
     onRunning: (isRunning) => {
@@ -288,16 +352,13 @@
       known = true;
       stopButton.hidden = !isRunning;
       sendButton.textContent = isRunning ? "Queue" : "Send";
+      if (held) renderQueue();
       if (!isRunning) window.setTimeout(drain, 0); // after the event that ended the turn
     },
-    onTitle: (title) => {
-      document.getElementById("chat-title").textContent = title;
-      document.title = `${title} · OpenProgram`;
-      const link = document.querySelector(`#conversation-list [data-conversation-id="${conversationId}"] a`);
-      if (link) link.textContent = title;
-    },
+    onTitle: (title) => window.chatUI.showTitle(conversationId, title),
     onUserMessage: () => { inFlight = null; },
-  });
+    });
+  }
 
   // --- the socket ---------------------------------------------------------------------------
   function send(frame) {
@@ -343,6 +404,7 @@
     });
     socket.addEventListener("close", (e) => {
       known = false;
+      if (held) renderQueue();
       if (inFlight) {
         // Sent, but the socket went before the turn began: ask the catch-up whether it did.
         queue.unshift({ ...inFlight, unconfirmed: true });
@@ -362,7 +424,11 @@
     });
   }
 
-  view.nestServerRendered();
-  view.scrollToLatest();
-  connect();
+  function goLive() {
+    view = createView();
+    view.nestServerRendered();
+    view.scrollToLatest();
+    connect();
+  }
+  if (!landing) goLive();
 })();

@@ -176,6 +176,9 @@ async def test_stop_mid_tool_ends_an_offline_turn(empty_registry):
 
     assert events[-1].stop_reason == "stopped"
     assert [f.is_error for f in of_type(events, ToolFinished)] == [True]
+    # What it printed before Stop is kept (the call returned on its own, within its grace),
+    # so run history and the page can show it.
+    assert of_type(events, ToolFinished)[0].preview.endswith("Output so far:\nstarted")
 
 
 async def test_the_step_limit_applies_to_the_offline_model(empty_registry):
