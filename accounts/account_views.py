@@ -10,11 +10,13 @@ from django.contrib import messages
 from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts.models import ApiToken
+from accounts.preferences import preferences_get, preferences_update
 
-__all__ = ["TOKEN_NAME_MAX", "api_token_revoke", "password_form"]
+__all__ = ["TOKEN_NAME_MAX", "api_token_revoke", "password_form", "theme_switch"]
 
 TOKEN_NAME_MAX = 100
 
@@ -36,3 +38,22 @@ def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
         raise Http404("no such token")
     messages.success(request, "Token revoked.")
     return redirect("account")
+
+
+_NEXT_THEME = {"light": "dark", "dark": "system", "system": "light"}
+
+
+@require_POST
+def theme_switch(request: HttpRequest) -> HttpResponse:
+    """The top bar's theme button: light → dark → system → light, then back to the page."""
+    current = preferences_get(user=request.user)
+    preferences_update(
+        user=request.user,
+        theme=_NEXT_THEME.get(current.theme, "light"),
+        default_model=current.default_model,
+    )
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return redirect(back if safe and back.startswith("/") else "/")

@@ -23,7 +23,11 @@ def token_login(request: HttpRequest, token: str) -> HttpResponse:
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     if not user.has_usable_password():
         # `make run`'s admin has only this link: without a password, logging out locks them out.
-        messages.info(request, "Set a password so you can sign in again after logging out.")
+        messages.info(
+            request,
+            "Set a password so you can sign in again after logging out.",
+            extra_tags="set-password",  # shown as a link to the form (base.html)
+        )
         return redirect("account")
     return redirect("/")
 

@@ -31,6 +31,7 @@ from chat_app.db_batch import run_batched
 from chat_app.explain import explain_compact
 from chat_app.leases import lease_keep
 from chat_app.markdown import render_markdown
+from chat_app.model_titles import title_after_turn
 from chat_app.schemas import TurnOptions
 from chat_app.turn_control import ControlAction, TurnControl, control_group, turn_control_send
 from chat_app.turn_events import TurnEvents
@@ -373,6 +374,14 @@ async def turn_start(
     )
     turn.task = asyncio.create_task(turn.run(first_event=prepared.first_event))
     turn.task.add_done_callback(lambda _task: _flight_end(conversation_id))
+    # The model's own title for a new conversation: a task of its own once this one ends.
+    title_after_turn(
+        turn.task,
+        conversation_id=conversation_id,
+        run_id=turn.run_id,
+        owner_id=user.pk,
+        attended=turn.request.attended,
+    )
     return turn
 
 

@@ -18,8 +18,9 @@ from django.shortcuts import render
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
-from chat_app.export import conversation_markdown
+from chat_app.export import conversation_export_name, conversation_json, conversation_markdown
 from chat_app.markdown import render_markdown
+from chat_app.message_files import split_attached
 from chat_app.models import Conversation
 from chat_app.selectors import (
     conversation_by_public_id,
@@ -42,9 +43,15 @@ __all__ = [
 
 
 def _composer_context(request: HttpRequest) -> dict:
+    from openprogram.programs.builtin.web_search import NO_BACKEND_REASON, search_backend
+    from tools_app.mcp_models import MCPServer
     from tools_app.selectors import agent_profile_list, profile_names
 
     return {
+        # Controls that could do nothing are not offered: no server, no Resources; no
+        # search backend, web search is off and says why.
+        "mcp_servers": MCPServer.objects.filter(enabled=True).exists(),
+        "web_search_reason": "" if search_backend() else NO_BACKEND_REASON,
         "profiles": profile_names(owner=request.user),
         "agent_profiles": agent_profile_list(owner=request.user),
         "models": model_choices(),
@@ -94,10 +101,13 @@ def conversation_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
         replies = [m for m in run.messages.all() if m.role == "assistant"]
         run.reply_html = render_markdown(replies[-1].text) if replies else ""
         run.not_offered = run_explain_groups(run=run)
-        run.user_text = next((m.text for m in run.messages.all() if m.role == "user"), "")
+        user_text = next((m.text for m in run.messages.all() if m.role == "user"), "")
+        run.user_text, run.user_files = split_attached(user_text)
         for call in run.tool_calls.all():
             call.arguments_json = json.dumps(call.arguments, indent=2, ensure_ascii=False)
-            call.stopped_tail = _stopped_tail(call.result_preview) if call.status == "stopped" else ""
+            call.stopped_tail = (
+                _stopped_tail(call.result_preview) if call.status == "stopped" else ""
+            )
     return render(
         request,
         "chat_app/chat.html",
@@ -105,18 +115,23 @@ def conversation_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
     )
 
 
+_EXPORTS = {
+    "md": (conversation_markdown, "text/markdown; charset=utf-8"),
+    "json": (conversation_json, "application/json"),
+}
+
+
 @require_GET
-def conversation_export(request: HttpRequest, public_id: UUID) -> HttpResponse:
-    """The conversation as a Markdown file, for its owner only."""
+def conversation_export(request: HttpRequest, public_id: UUID, extension: str) -> HttpResponse:
+    """The conversation as a Markdown or JSON file named after its title, for its owner only."""
     try:
         conversation = conversation_by_public_id(owner=request.user, public_id=public_id)
     except NotFoundError as exc:
         raise Http404(exc.message) from exc
-    response = HttpResponse(
-        conversation_markdown(conversation=conversation),
-        content_type="text/markdown; charset=utf-8",
-    )
-    response["Content-Disposition"] = f'attachment; filename="chat-{conversation.public_id}.md"'
+    render_export, content_type = _EXPORTS[extension]
+    response = HttpResponse(render_export(conversation=conversation), content_type=content_type)
+    name = conversation_export_name(conversation=conversation, extension=extension)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 

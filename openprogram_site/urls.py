@@ -28,6 +28,7 @@ urlpatterns = [
     ),
     path("login/token/<str:token>/", account_views.token_login, name="token-login"),
     path("account/", account_page, name="account"),
+    path("account/theme/", account_pages.theme_switch, name="theme-switch"),
     path(
         "account/tokens/<int:token_id>/revoke/",
         account_pages.api_token_revoke,

@@ -64,7 +64,8 @@ def login(page, server, username: str = "alice") -> None:
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_selector("[data-testid=username]")
+    # Attached, not visible: on a phone the chat page's top bar gives way to its drawer.
+    page.wait_for_selector("[data-testid=username]", state="attached")
 
 
 def open_new_conversation(page, server=None) -> str:

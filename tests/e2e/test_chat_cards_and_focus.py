@@ -139,7 +139,9 @@ def test_the_first_message_keeps_the_composer_and_what_is_typed_next(server, siz
     # The page is the conversation's page: its header links and its place in the list.
     conversation_id = page.url.rstrip("/").rsplit("/", 1)[1]
     assert page.get_attribute("[data-testid=export]", "href") == f"/c/{conversation_id}/export.md"
-    assert page.locator(f'#conversation-list [data-conversation-id="{conversation_id}"]').count() == 1
+    assert (
+        page.locator(f'#conversation-list [data-conversation-id="{conversation_id}"]').count() == 1
+    )
     page.wait_for_function(
         "() => document.querySelector('#chat-title').textContent === 'First message'"
     )

@@ -175,7 +175,9 @@ def test_a_reloaded_page_sees_the_running_turn_finish(server, page):
     page.reload()
     page.wait_for_selector(".run[data-status=running]")
     _wait_run_status(page, "completed", timeout=20_000)
-    assert "after-reload" in page.locator(".tool-card[data-status=done] .tool-result").text_content()
+    assert (
+        "after-reload" in page.locator(".tool-card[data-status=done] .tool-result").text_content()
+    )
 
 
 def test_a_second_tab_sees_the_same_stream_and_can_approve(server, page):

@@ -107,7 +107,24 @@ def test_under_768px_the_sidebar_is_a_drawer(server, sized_page):
         "() => document.getElementById('chat-sidebar').getBoundingClientRect().right <= 0"
     )
     assert page.evaluate("document.activeElement.dataset.testid") == "drawer-toggle"
-    # Every composer control stays on the screen.
-    for selector in ("#plus-button", "#attach-button", "#profile-select", "#model-select", "#send"):
+    # One compact header: the site's nav is in the drawer, not a bar of its own.
+    assert page.locator("header.topbar").is_hidden()
+    assert _box(page, ".chat-head")["y"] == 0
+    toggle.click()
+    nav = page.get_by_role("navigation", name="Site")
+    assert nav.get_by_role("link", name="Programs").is_visible()
+    assert nav.get_by_role("link", name="alice · Account · settings").is_visible()
+    page.keyboard.press("Escape")
+    # A one-row composer: "+", the message, Send, side by side.
+    row = [_box(page, s) for s in ("#plus-button", "#composer-text", "#send")]
+    assert max(b["y"] + b["height"] for b in row) - min(b["y"] for b in row) < 60
+    assert _box(page, "#composer")["height"] < 90
+    assert page.locator("#model-select").is_hidden()
+    # The rest folds behind "+": there, every control is on the screen with a visible label.
+    page.click("#plus-button")
+    for selector in ("#attach-button", "#profile-select", "#model-select", "#agent-select"):
         box = _box(page, selector)
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390, selector
+    for name in ("Profile", "Model", "Agent"):
+        label = page.locator(f"label.inline:text-is('{name}')")
+        assert label.is_visible() and label.bounding_box()["width"] > 10, name

@@ -140,7 +140,9 @@ def test_stop_holds_the_queue_until_it_is_sent_or_cleared_across_a_reload(
     page.wait_for_selector(".run:last-child[data-status=stopped]", timeout=40_000)
     held.get_by_role("button", name="Clear queue").click()
     assert page.locator("#queue").is_hidden()
-    assert page.evaluate("() => Object.keys(sessionStorage).filter((k) => k.includes('held'))") == []
+    assert (
+        page.evaluate("() => Object.keys(sessionStorage).filter((k) => k.includes('held'))") == []
+    )
     assert page.locator(".run .msg.user .bubble").all_inner_texts() == [
         "slow one",
         "held one",

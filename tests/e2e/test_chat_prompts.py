@@ -196,12 +196,15 @@ def test_the_chat_menu_works_from_the_keyboard_alone(server, sized_page):
     focused = "() => document.activeElement?.textContent"
     assert page.evaluate(focused) == "Rename"
     page.keyboard.press("ArrowDown")
-    assert page.evaluate(focused) == "Export"
+    assert page.evaluate(focused) == "Export as Markdown"
     assert page.evaluate("document.activeElement.getAttribute('href')") == (
         f"/c/{conversation_id}/export.md"
     )
-    page.keyboard.press("ArrowDown")
+    page.keyboard.press("End")
     assert page.evaluate(focused) == "Delete"
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(focused) == "Export as JSON"
+    page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")  # wraps
     assert page.evaluate(focused) == "Rename"
     page.keyboard.press("ArrowUp")
@@ -213,8 +216,7 @@ def test_the_chat_menu_works_from_the_keyboard_alone(server, sized_page):
     assert page.locator("#chat-sidebar").is_visible()
     page.keyboard.press("ArrowUp")  # opens on the last item
     assert page.evaluate(focused) == "Delete"
-    page.keyboard.press("ArrowUp")
-    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Home")
     page.keyboard.press("Enter")  # Rename
     page.wait_for_selector("#rename-dialog[open]")
     page.keyboard.press("Escape")

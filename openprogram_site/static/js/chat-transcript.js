@@ -55,11 +55,58 @@
     return b;
   }
 
-  function userMessage(text) {
+  // The list of attached files the composer appends to a message (chat.js), read back as
+  // chat_app/message_files.py does: shown as file chips, given back whole to copy and edit.
+  const ATTACHED_HEADER = "Attached files (in my workspace):";
+  function splitAttached(text) {
+    const at = text.lastIndexOf(ATTACHED_HEADER);
+    const head = text.slice(0, Math.max(at, 0));
+    if (at < 0 || (head && !head.endsWith("\n"))) return [text, []];
+    const lines = text.slice(at + ATTACHED_HEADER.length).replace(/^\n+|\n+$/g, "").split("\n");
+    const found = lines.map((line) => line.match(/^- (.+?) \((\d+) bytes\)$/));
+    if (found.some((m) => !m)) return [text, []];
+    return [head.trimEnd(), found.map((m) => ({ path: m[1], size: Number(m[2]) }))];
+  }
+  function attachedText(files) {
+    return `${ATTACHED_HEADER}\n${files.map((f) => `- ${f.path} (${f.size} bytes)`).join("\n")}`;
+  }
+  // A sent message's whole text, its file list included, from its bubble.
+  function messageText(bubble) {
+    const text = bubble.querySelector(".user-text").textContent;
+    const files = [...bubble.querySelectorAll(".file-chip")].map((c) => ({ path: c.dataset.path, size: c.dataset.size }));
+    if (!files.length) return text;
+    return `${text}\n\n${attachedText(files)}`;
+  }
+
+  // A message's time, shown with its actions (on hover and focus), in the reader's clock.
+  function timeOf(node, date) {
+    node.dateTime = date.toISOString();
+    node.textContent = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    node.title = date.toLocaleString();
+  }
+
+  function userMessage(fullText, at) {
     const msg = el("div", "msg user");
     const actions = el("div", "msg-actions");
-    actions.append(actionButton("copy", "Copy message", "Copy"), actionButton("edit", "Edit and resend", "Edit"));
-    msg.append(el("div", "bubble", text), actions);
+    const time = el("time", "msg-time");
+    timeOf(time, at ? new Date(at) : new Date());
+    actions.append(time, actionButton("copy", "Copy message", "Copy"), actionButton("edit", "Edit and resend", "Edit"));
+    const [text, files] = splitAttached(fullText);
+    const bubble = el("div", "bubble");
+    bubble.append(el("span", "user-text", text));
+    if (files.length) {
+      const chips = el("ul", "file-chips");
+      chips.setAttribute("aria-label", "Attached files");
+      files.forEach((f) => {
+        const chip = el("li", "file-chip", f.path.split("/").pop());
+        chip.dataset.path = f.path;
+        chip.dataset.size = String(f.size);
+        chip.title = `${f.path} (${f.size} bytes)`;
+        chips.append(chip);
+      });
+      bubble.append(chips);
+    }
+    msg.append(bubble, actions);
     return msg;
   }
 
@@ -472,6 +519,7 @@
         if (parent) parent.querySelector(".children").append(card);
       });
       root.querySelectorAll(".tool-card").forEach(describeCard);
+      root.querySelectorAll("time.msg-time").forEach((t) => timeOf(t, new Date(t.dateTime)));
     }
 
     function scrollToLatest() {
@@ -483,5 +531,6 @@
   }
 
   createChatTranscript.el = el;
+  createChatTranscript.messageText = messageText;
   window.createChatTranscript = createChatTranscript;
 })();

@@ -76,6 +76,7 @@
   }
 
   // --- message actions: copy, edit and resend, regenerate ------------------------------------
+  const messageText = (bubble) => window.createChatTranscript.messageText(bubble);
   function resend(text, runId, edited = false) {
     document.dispatchEvent(new CustomEvent("chat:resend", { detail: { text, replaces: Number(runId), edited } }));
   }
@@ -86,7 +87,7 @@
     const bubble = user.querySelector(".bubble");
     const box = el("div", "edit-box");
     const area = el("textarea", "edit-text");
-    area.value = bubble.textContent;
+    area.value = messageText(bubble);
     area.setAttribute("aria-label", "Edit your message");
     const save = el("button", "primary", "Send edited");
     const cancel = el("button", "", "Cancel");
@@ -125,13 +126,13 @@
       if (action === "copy") {
         const inUser = button.closest(".msg.user");
         const text = inUser
-          ? inUser.querySelector(".bubble").textContent
+          ? messageText(inUser.querySelector(".bubble"))
           : run.querySelector(".reply").innerText;
         copyText(text, button);
       } else if (action === "edit") {
         startEdit(run);
       } else if (action === "regenerate") {
-        resend(run.querySelector(".msg.user .bubble").textContent, run.dataset.runId);
+        resend(messageText(run.querySelector(".msg.user .bubble")), run.dataset.runId);
       }
     });
   }
@@ -147,7 +148,7 @@
     toggle.setAttribute("aria-expanded", String(open));
     toggle.setAttribute("aria-label", open ? "Hide conversations" : "Show conversations");
     backdrop.hidden = !open;
-    if (open) sidebar.querySelector("a, input, button")?.focus();
+    if (open) sidebar.querySelector(".new-chat")?.focus();
   }
   if (sidebar && toggle) {
     toggle.addEventListener("click", () => setDrawer(!main.classList.contains("drawer-open")));
@@ -228,7 +229,9 @@
     closeMenu(false);
     menuButton = button;
     const item = button.closest("[data-conversation-id]");
-    menu.querySelector("[data-action=export]").href = `/c/${item.dataset.conversationId}/export.md`;
+    menu.querySelectorAll("[data-export]").forEach((link) => {
+      link.href = `/c/${item.dataset.conversationId}/export.${link.dataset.export}`;
+    });
     item.append(menu);
     menu.hidden = false;
     button.setAttribute("aria-expanded", "true");
@@ -352,6 +355,29 @@
       deleteDialog.close();
     } catch (err) {
       document.getElementById("delete-error").textContent = err.message;
+    }
+  });
+
+  // --- keyboard shortcuts: none that the browser already uses -----------------------------------
+  // Alt+Shift+N a new chat (Ctrl+Shift+O, ChatGPT's, opens the bookmarks in Chrome and
+  // Firefox); "/" the search and "?" this list, both only outside a text field, so typing
+  // a slash command or a question is never taken over.
+  const shortcuts = document.getElementById("shortcuts-dialog");
+  shortcuts?.querySelector("[data-close]").addEventListener("click", () => shortcuts.close());
+  const editable = (node) => node instanceof HTMLElement
+    && (node.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(node.tagName));
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || e.isComposing || document.querySelector("dialog[open]")) return;
+    if (e.altKey && e.shiftKey && !e.ctrlKey && !e.metaKey && e.code === "KeyN") {
+      e.preventDefault();
+      window.location.href = "/";
+    } else if (e.key === "/" && !e.ctrlKey && !e.metaKey && !e.altKey && !editable(e.target) && search) {
+      e.preventDefault();
+      if (toggle?.offsetParent && !main.classList.contains("drawer-open")) setDrawer(true);
+      search.focus();
+    } else if (e.key === "?" && !e.ctrlKey && !e.metaKey && !e.altKey && !editable(e.target) && shortcuts) {
+      e.preventDefault();
+      shortcuts.showModal();
     }
   });
 

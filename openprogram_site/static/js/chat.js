@@ -44,7 +44,8 @@
       model: modelSelect.value,
       agent_profile: Number(agentSelect.value || 0),
       tools_on: toggles.tools_on.checked,
-      web_search_on: toggles.web_search_on.checked,
+      // No search backend: the box is disabled and says why; the conversation's choice stays.
+      ...(toggles.web_search_on.disabled ? {} : { web_search_on: toggles.web_search_on.checked }),
       plan_mode: toggles.plan_mode.checked,
       attended: toggles.attended.checked,
     };
@@ -54,7 +55,7 @@
     chips.replaceChildren();
     const o = options();
     if (!o.tools_on) chips.append(el("span", "badge warn", "tools off"));
-    if (!o.web_search_on) chips.append(el("span", "badge", "no web search"));
+    if (o.web_search_on === false) chips.append(el("span", "badge", "no web search"));
     if (o.plan_mode) chips.append(el("span", "badge info", "plan mode"));
     if (!o.attended) chips.append(el("span", "badge warn", "unattended"));
   }
@@ -89,6 +90,7 @@
   function setPlus(open) {
     plusPanel.hidden = !open;
     plusButton.setAttribute("aria-expanded", String(open));
+    form.classList.toggle("plus-open", open); // on a phone, also shows the folded controls
   }
   plusButton.addEventListener("click", () => setPlus(plusPanel.hidden));
   document.addEventListener("keydown", (e) => {
@@ -120,9 +122,9 @@
     attachmentList.hidden = attached.length === 0;
   }
   attachButton.addEventListener("click", () => attachInput.click());
-  attachInput.addEventListener("change", async () => {
+  async function upload(files) {
     const limit = Number(chat.dataset.attachmentMax || 0);
-    for (const file of attachInput.files) {
+    for (const file of files) {
       if (limit && file.size > limit) {
         composerError.textContent = `${file.name} is ${file.size.toLocaleString("en-US")} bytes; attachments may be ${limit.toLocaleString("en-US")} at most.`;
         continue;
@@ -142,8 +144,36 @@
         composerError.textContent = `${file.name}: ${err.message}`;
       }
     }
-    attachInput.value = "";
     renderAttachments();
+  }
+  attachInput.addEventListener("change", async () => {
+    const files = [...attachInput.files];
+    attachInput.value = "";
+    await upload(files);
+  });
+  // Pasted files (a screenshot, files copied in a file manager) and files dropped on the chat.
+  textarea.addEventListener("paste", (e) => {
+    const files = [...(e.clipboardData?.files || [])];
+    if (!files.length) return; // plain text pastes as usual
+    e.preventDefault();
+    upload(files);
+  });
+  const carriesFiles = (e) => [...(e.dataTransfer?.types || [])].includes("Files");
+  chat.addEventListener("dragover", (e) => {
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = "copy";
+    form.classList.add("drop-target");
+  });
+  chat.addEventListener("dragleave", (e) => {
+    if (!chat.contains(e.relatedTarget)) form.classList.remove("drop-target");
+  });
+  chat.addEventListener("drop", (e) => {
+    form.classList.remove("drop-target");
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    upload([...e.dataTransfer.files]);
+    textarea.focus();
   });
   function withAttachments(text) {
     if (!attached.length) return text;
@@ -397,6 +427,7 @@
     socket.addEventListener("message", (e) => {
       const message = JSON.parse(e.data);
       if (message.type === "catch_up") { settleUnconfirmed(message); view.catchUp(message); }
+      else if (message.type === "conversation_title") window.chatUI.showTitle(conversationId, message.title);
       else if (message.type === "error" && message.run_id === undefined) {
         composerError.textContent = message.message;
         if (inFlight) restore(inFlight);
