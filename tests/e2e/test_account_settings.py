@@ -70,7 +70,7 @@ def test_the_make_run_admin_sets_a_password_and_gets_back_in_after_logout(server
     page.fill("#id_username", username)
     page.fill("#id_password", "not-" + NEW_PASSWORD)
     page.click("button[type=submit]")
-    expect(page.locator(".card p.error")).to_contain_text("didn't match")
+    expect(page.locator(".card p.error")).to_contain_text("correct username and password")
     # A wrong password keeps the username; the password box has focus for the retry.
     expect(page.locator("#id_username")).to_have_value(username)
     expect(page.locator("#id_password")).to_be_focused()

@@ -37,7 +37,9 @@ def test_always_allow_saves_an_editable_pattern_and_account_revokes_it(server, p
     _send(page, "/bash echo card-saved-two")
     _completed(page, 1)
     run = page.locator(".run").last
-    assert "card-saved-two" in run.locator(".tool-card[data-status=done] .tool-result").text_content()
+    assert (
+        "card-saved-two" in run.locator(".tool-card[data-status=done] .tool-result").text_content()
+    )
     assert run.locator(".approval").count() == 0
     _send(page, "/bash echo card-saved-two; echo more")
     page.wait_for_selector(".approval button.approve")  # a compound command still asks
