@@ -44,7 +44,7 @@ __all__ = [
 
 def _composer_context(request: HttpRequest) -> dict:
     from openprogram.programs.builtin.web_search import NO_BACKEND_REASON, search_backend
-    from tools_app.mcp_models import MCPServer
+    from tools_app.mcp.models import MCPServer
     from tools_app.selectors import agent_profile_list, profile_names
 
     return {
