@@ -41,6 +41,7 @@ class BearerTokenAuth(HttpBearer):
             return None
         request.user = row.user
         request.api_token_name = row.name  # the audit trail names the token
+        request.api_token_id = row.pk  # a turn it starts stops when it is revoked
         return row.user
 
 

@@ -6,6 +6,7 @@ is named by its random ``public_id`` (a UUID), never by its database key.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -13,6 +14,7 @@ from django.http import HttpRequest
 from ninja import File, Router, Schema
 from ninja.files import UploadedFile
 
+from accounts.services import api_token_in_force
 from audit_app.recording import audit_channel
 from chat_app.attachments import attachment_save
 from chat_app.models import Conversation, Run, ToolCallRecord
@@ -43,11 +45,14 @@ from chat_app.services import (
     run_expire_orphans,
 )
 from chat_app.sidebar import conversation_search
-from chat_app.turns import turn_run_to_completion
+from chat_app.turns import turn_control_send, turn_run_to_completion
 
 __all__ = ["router"]
 
 router = Router(tags=["chat"])
+
+# How often an API turn re-checks the token that started it (one indexed statement).
+TOKEN_RECHECK_SECONDS = 2.0
 
 
 def _conversation_out(c: Conversation) -> dict[str, Any]:
@@ -196,6 +201,23 @@ def runs_get(request: HttpRequest, run_id: int):
     }
 
 
+async def _stop_when_revoked(
+    turn: asyncio.Future, *, token_id: int, conversation_id: int, user: Any
+) -> None:
+    """Until ``turn`` ends, re-check its token every ``TOKEN_RECHECK_SECONDS``; stop it if revoked.
+
+    Revoking the token (or deactivating its user) stops the turn it started, as a stop
+    frame would, wherever the turn runs.
+    """
+    while not turn.done():
+        await asyncio.wait({turn}, timeout=TOKEN_RECHECK_SECONDS)
+        if turn.done():
+            return
+        if not await api_token_in_force(token_id=token_id):
+            await turn_control_send(conversation_id=conversation_id, user_id=user.pk, action="stop")
+            return
+
+
 @router.post(
     "/conversations/{conversation_id}/turns",
     response=TurnOut,
@@ -211,9 +233,17 @@ async def conversations_turn(request: HttpRequest, conversation_id: str, payload
     options = TurnOptions(**payload.model_dump(exclude={"text", "attended"}))
     token = getattr(request, "api_token_name", None)
     with audit_channel(kind="api", detail=f"token {token!r}" if token else "session"):
-        outcome = await turn_run_to_completion(
-            user=user, conversation_id=conversation.pk, text=payload.text, options=options
+        turn = asyncio.ensure_future(
+            turn_run_to_completion(
+                user=user, conversation_id=conversation.pk, text=payload.text, options=options
+            )
         )
+    token_id = getattr(request, "api_token_id", None)
+    if token_id is not None:
+        await _stop_when_revoked(
+            turn, token_id=token_id, conversation_id=conversation.pk, user=user
+        )
+    outcome = await turn
     return {
         "run_id": outcome.run_id,
         "status": outcome.status,

@@ -8,6 +8,8 @@ the message is still refused at its next approval or turn start.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.sessions.backends.db import SessionStore
@@ -151,3 +153,30 @@ async def test_a_missed_message_refuses_a_turn_start_once_the_check_is_stale(
     monkeypatch.setattr(consumers, "SESSION_RECHECK_SECONDS", 0.0)
     await socket.send_json_to({"type": "user_message", "text": "hi", "model": "offline"})
     assert await close_code(socket) == CLOSE_UNAUTHENTICATED
+
+
+async def test_a_revoked_token_stops_the_api_turn_it_started(
+    conversation, alice, alice_cookie, chat_tools
+):
+    from django.test import AsyncClient
+
+    from accounts.models import ApiToken
+    from accounts.services import api_token_create
+
+    token = await database_sync_to_async(api_token_create)(user=alice, name="script")
+    watcher, _, _ = await open_socket(conversation, alice_cookie)  # sees the turn's events
+    request = asyncio.ensure_future(
+        AsyncClient().post(
+            f"/api/conversations/{conversation.public_id}/turns",
+            {"text": "/ticker seconds=60"},
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    )
+    await receive_until(watcher, of_type("tool_update"))
+    revoked = asyncio.get_running_loop().time()
+    await ApiToken.objects.filter(user=alice).adelete()
+    response = await asyncio.wait_for(request, 30)
+    assert asyncio.get_running_loop().time() - revoked < 10, "stopped, not run for 60 s"
+    assert response.status_code == 200 and response.json()["status"] == "stopped"
+    await watcher.disconnect()
