@@ -42,6 +42,8 @@ _KNOWN_KEYS = {
     "denyTools",
     "timeout",
     "expose",
+    "confined",
+    "network",
 }
 
 
@@ -96,6 +98,11 @@ class MCPServerConfig:
     expose: bool = True
     """False: the tools register (the catalog, scripts and explain see them) but are never
     offered to a model: the spec's ``expose=False`` (layer 2) for a whole server."""
+    confined: bool = True
+    """A stdio server runs under bubblewrap (:mod:`openprogram.mcp.stdio_confinement`);
+    False runs it with the web process's full rights (the admin's explicit opt-out)."""
+    network: bool = False
+    """A confined stdio server may reach the network (off: a private, empty network)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -157,6 +164,8 @@ class MCPServerConfig:
             tuple(sorted(self.env.items())),
             self.url,
             tuple(sorted(self.headers.items())),
+            self.confined,
+            self.network,
         )
 
 
@@ -189,6 +198,8 @@ def _entry_to_config(name: str, entry: Any) -> MCPServerConfig:
         ("enabled/disabled", enabled),
         ("alwaysLoad", entry.get("alwaysLoad")),
         ("expose", entry.get("expose")),
+        ("confined", entry.get("confined")),
+        ("network", entry.get("network")),
     )
     for flag_name, flag in flags:
         if flag is not None and not isinstance(flag, bool):
@@ -211,6 +222,8 @@ def _entry_to_config(name: str, entry: Any) -> MCPServerConfig:
         deny_tools=entry.get("denyTools", ()),
         timeout=entry.get("timeout", 60.0),
         expose=entry.get("expose", True),
+        confined=entry.get("confined", True),
+        network=entry.get("network", False),
     )
 
 
@@ -220,7 +233,7 @@ def parse_mcp_servers_json(data: str | bytes | Mapping[str, Any]) -> list[MCPSer
     Each entry is ``{"command", "args", "env"}`` (stdio) or ``{"url", "headers"}``
     (streamable HTTP), optionally with ``"type"``, ``"disabled"`` and our
     extensions ``"alwaysLoad"``, ``"allowTools"``, ``"denyTools"``, ``"timeout"``,
-    ``"expose"``.
+    ``"expose"``, ``"confined"`` (default true) and ``"network"`` (default false).
     A top-level ``"servers"`` key (VS Code) is accepted too. Raises
     :class:`MCPConfigError` naming the first bad server and field.
     """

@@ -1,6 +1,7 @@
 """How a connection reaches its server, and how it notices that the server is gone.
 
-- **stdio**: the server runs as a child process (the SDK's ``stdio_client``)
+- **stdio**: the server runs as a child process (the SDK's ``stdio_client``),
+  confined unless its config opts out (:mod:`openprogram.mcp.stdio_confinement`),
   whose stderr goes to a :class:`StderrTail`, so a failed start can say why
   ("ModuleNotFoundError: ...") without a chatty server growing memory;
 - **streamable HTTP**: an ``httpx2`` client with the configured headers and,
@@ -27,6 +28,7 @@ import httpx2
 from mcp import StdioServerParameters
 
 from openprogram.mcp.config import MCPServerConfig
+from openprogram.mcp.stdio_confinement import confined_server
 
 __all__ = ["EndWatchingStream", "StderrTail", "open_transport"]
 
@@ -46,9 +48,9 @@ async def open_transport(
     if config.transport == "stdio":
         from mcp.client.stdio import stdio_client
 
-        params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=config.env
-        )
+        confined = await asyncio.to_thread(confined_server, config) if config.confined else None
+        argv = confined.argv if confined is not None else [config.command, *config.args]
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=config.env)
         try:
             async with stdio_client(params, errlog=stderr.writer) as (read, write):
                 # The child holds its own copy now; ours would keep the pipe open forever.
@@ -56,6 +58,8 @@ async def open_transport(
                 yield EndWatchingStream(read, lost), write
         finally:
             stderr.close_writer()
+            if confined is not None:
+                await asyncio.to_thread(confined.close)
     else:
         from mcp.client.streamable_http import streamable_http_client
 

@@ -56,8 +56,8 @@ _WORKSPACE_MOUNT = (
 """An empty root-owned directory; each root server's call binds its workspace here in a
 mount namespace of its own."""
 _MOUNT = (
-    'mount --bind -- "$1" "$2" || { echo "openprogram: could not mount the workspace" >&2; '
-    'exit 125; }; shift 2; exec "$@"'
+    'while [ "$1" != -- ]; do mount --bind -- "$1" "$2" || { echo "openprogram: could not '
+    'mount $1" >&2; exit 125; }; shift 2; done; shift; exec "$@"'
 )
 
 _TMP_REPORT = "trap 'printf x 2>/dev/null >/tmp/.openprogram-probe || echo tmp-full >&{fd}' EXIT; "
@@ -124,11 +124,13 @@ def confine(
     bwrap: str = "bwrap",
     report_tmp: bool = False,
     user: SandboxUser | None = None,
+    read_only: Sequence[tuple[str, str]] = (),
 ) -> Confined:
     """Everything needed to run ``command`` confined to ``workspace`` within ``limits``.
 
     ``user`` defaults to the configured sandbox user (:mod:`openprogram.security.sandbox_user`);
-    when the server is root the workspace is handed over to it first. Blocking file-system
+    when the server is root the workspace is handed over to it first. ``read_only``:
+    ``(source, path)`` pairs bound read-only besides the system's directories. Blocking file-system
     work (the hand-over walk, the cgroup): call it off the event loop.
     """
     config = get_config()
@@ -146,6 +148,11 @@ def confine(
         report_read, report_write = os.pipe()
         pass_fds = (*pass_fds, report_write)
         inner[2] = _TMP_REPORT.format(fd=report_write) + inner[2]
+    reachable = (
+        [(_reachable(index, source), path) for index, (source, path) in enumerate(read_only)]
+        if user.switch
+        else list(read_only)
+    )
     boxed = sandbox_argv(
         inner,
         workspace=workspace,
@@ -154,6 +161,7 @@ def confine(
         tmp_bytes=limits.tmp_bytes,
         user=user,
         workspace_source=_WORKSPACE_MOUNT if user.switch else None,
+        read_only=reachable,
     )
     cgroup = _call_cgroup(limits)
     prefix = cgroup.join_prefix() if cgroup is not None else []
@@ -162,7 +170,7 @@ def confine(
         argv=[
             *prefix,
             *prlimit_prefix(limits),
-            *(_workspace_mount_prefix(workspace) if user.switch else []),
+            *(_workspace_mount_prefix(workspace, read_only) if user.switch else []),
             *setpriv_prefix(user),
             *boxed,
         ],
@@ -173,11 +181,25 @@ def confine(
     )
 
 
-def _workspace_mount_prefix(workspace: Path) -> list[str]:
+def _reachable(index: int, source: str) -> str:
+    """An empty root-owned mount point (of ``source``'s kind) the sandbox user can reach."""
+    is_dir = os.path.isdir(source)
+    point = os.path.join(f"{_WORKSPACE_MOUNT}-ro", f"{index}{'d' if is_dir else 'f'}")
+    os.makedirs(os.path.dirname(point), mode=0o755, exist_ok=True)
+    if is_dir:
+        os.makedirs(point, mode=0o755, exist_ok=True)
+    elif not os.path.exists(point):
+        with open(point, "a"):
+            pass
+    return point
+
+
+def _workspace_mount_prefix(workspace: Path, read_only: Sequence[tuple[str, str]]) -> list[str]:
     """As root, in a private mount namespace: the workspace bound at a path anyone may reach.
 
     bwrap, already the sandbox user, must find the workspace by path, and the data
-    directory above it is root's alone (0700). This mount lives only in the call's own
+    directory above it is root's alone (0700); so with the ``read_only`` sources (an MCP
+    server's install prefix may live under ``/root``), each at a point of its own. This mount lives only in the call's own
     mount namespace; the host never sees it.
     """
     os.makedirs(_WORKSPACE_MOUNT, mode=0o755, exist_ok=True)
@@ -193,6 +215,12 @@ def _workspace_mount_prefix(workspace: Path) -> list[str]:
         "sh",
         str(Path(workspace).resolve()),
         _WORKSPACE_MOUNT,
+        *(
+            arg
+            for index, (source, _) in enumerate(read_only)
+            for arg in (source, _reachable(index, source))
+        ),
+        "--",
     ]
 
 

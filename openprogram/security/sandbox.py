@@ -95,6 +95,7 @@ def sandbox_argv(
     tmp_bytes: int | None = None,
     user: SandboxUser | None = None,
     workspace_source: str | None = None,
+    read_only: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The bwrap argv that runs ``command`` confined to ``workspace`` (see the module doc).
 
@@ -104,6 +105,8 @@ def sandbox_argv(
     themselves inside a new user namespace that the command cannot nest.
     ``workspace_source``: where bwrap finds the workspace when not at its real path (a
     root server's mount of it that the sandbox user can reach; see ``confinement``).
+    ``read_only``: ``(source, path)`` pairs bound read-only (a stdio MCP server's install
+    prefix and the script its command line names; see :mod:`openprogram.mcp.stdio_confinement`).
     """
     root = str(Path(workspace).resolve())
     users = (
@@ -146,6 +149,7 @@ def sandbox_argv(
         "/tmp",
         *bind,
         root,
+        *(arg for source, path in read_only for arg in ("--ro-bind", source, path)),
         "--chdir",
         root,
         "--setenv",

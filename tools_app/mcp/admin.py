@@ -72,6 +72,21 @@ class MCPServersImportForm(forms.Form):
     )
 
 
+UNCONFINED_WARNING = (
+    "MCP server {name!r} is not confined: it runs with the web process's full rights "
+    "(every user's files, the database, the secret key, the network)."
+)
+
+
+def confinement_label(*, server: MCPServer) -> str:
+    """How the server runs, as the admin's list shows it."""
+    if server.transport != MCPServer.Transport.STDIO:
+        return "remote (http)"
+    if not server.confined:
+        return "⚠ UNCONFINED: full rights"
+    return "confined, network on" if server.network else "confined"
+
+
 class MCPServerAdmin(admin.ModelAdmin):
     form = MCPServerForm
     change_list_template = "admin/tools_app/mcpserver/change_list.html"
@@ -80,6 +95,7 @@ class MCPServerAdmin(admin.ModelAdmin):
         "transport",
         "enabled",
         "always_load",
+        "confinement",
         "state",
         "error",
         "tool_count",
@@ -103,7 +119,7 @@ class MCPServerAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("stdio", {"fields": ("command", "args", "env")}),
+        ("stdio", {"fields": ("command", "args", "env", "confined", "network")}),
         ("streamable HTTP", {"fields": ("url", "headers")}),
         (
             "Per-user accounts (OAuth)",
@@ -112,6 +128,15 @@ class MCPServerAdmin(admin.ModelAdmin):
         ("Tools", {"fields": ("allow_tools", "deny_tools", "destructive_without_approval")}),
         ("Status", {"fields": ("live_status", "approved_fingerprints", "created", "updated")}),
     )
+
+    @admin.display(description="confinement")
+    def confinement(self, obj: MCPServer) -> str:
+        return confinement_label(server=obj)
+
+    def save_model(self, request: Any, obj: MCPServer, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if obj.transport == MCPServer.Transport.STDIO and not obj.confined:
+            self.message_user(request, UNCONFINED_WARNING.format(name=obj.name), messages.WARNING)
 
     @admin.display(description="state")
     def state(self, obj: MCPServer) -> str:

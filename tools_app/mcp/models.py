@@ -43,6 +43,16 @@ class MCPServer(models.Model):
         help_text="Offer this server's tools to models. Off: they stay registered (catalog, "
         "scripts) but no model is ever offered them.",
     )
+    confined = models.BooleanField(
+        default=True,
+        help_text="stdio: run the server under bubblewrap (its install prefix read-only, its "
+        "own folder under the data directory's mcp area, no data directory). Off: it runs "
+        "with the web process's full rights — files, database, secret key, network.",
+    )
+    network = models.BooleanField(
+        default=False,
+        help_text="stdio, confined: the server may reach the network (off: none at all).",
+    )
     allow_tools = models.JSONField(
         default=list, blank=True, help_text="Only these tool names (empty: all)."
     )

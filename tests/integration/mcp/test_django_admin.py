@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -148,3 +149,36 @@ def test_the_change_form_shows_the_live_status(admin_client):
     response = admin_client.get(reverse("admin:tools_app_mcpserver_change", args=[server.pk]))
     assert response.status_code == 200
     assert "live status" in response.content.decode().lower()
+
+
+def test_an_unconfined_stdio_server_is_flagged_in_the_admin(admin_client):
+    fields = {
+        "transport": "stdio",
+        "command": "no-such-mcp-server",
+        "args": "[]",
+        "env": "{}",
+        "url": "",
+        "headers": "{}",
+        "allow_tools": "[]",
+        "deny_tools": "[]",
+        "timeout_seconds": "10",
+    }
+    add = reverse("admin:tools_app_mcpserver_add")
+    form = admin_client.get(add).content.decode()
+    checkbox = re.search(r'<input type="checkbox" name="confined"[^>]*>', form)
+    assert checkbox and "checked" in checkbox.group(0)  # confined unless the admin unticks it
+    response = admin_client.post(add, {**fields, "name": "boxed", "confined": "on"}, follow=True)
+    assert "is not confined" not in response.content.decode()
+    response = admin_client.post(add, {**fields, "name": "open"}, follow=True)
+    assert "MCP server &#x27;open&#x27; is not confined" in response.content.decode()
+    assert MCPServer.objects.get(name="boxed").confined is True
+    assert MCPServer.objects.get(name="open").confined is False
+    listing = admin_client.get(reverse(CHANGELIST)).content.decode()
+    assert listing.count("UNCONFINED") == 1
+
+
+def test_the_import_carries_the_confinement_switches(admin_client):
+    servers = {"mcpServers": {"net": {"command": "srv", "network": True, "confined": True}}}
+    admin_client.post(reverse(IMPORT), {"servers_json": json.dumps(servers)})
+    server = MCPServer.objects.get(name="net")
+    assert (server.confined, server.network) == (True, True)

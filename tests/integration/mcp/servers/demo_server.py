@@ -8,13 +8,17 @@ for streamable HTTP on 127.0.0.1. Environment knobs (set by the tests):
   a healthy server (crash, then come back).
 - ``DEMO_EXTRA_TOOLS``: a number N of extra ``extra_<i>`` tools, for the benchmark
   of a large tool surface.
+- ``DEMO_PROBE_TOOLS=1``: the tools a confined server's tests probe with (``where``,
+  ``read_path``, ``write_here``, ``connect``): what any server's code can try.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -125,6 +129,35 @@ def _extra(value: str) -> str:
 
 for _index in range(int(os.environ.get("DEMO_EXTRA_TOOLS", "0"))):
     server.add_tool(_extra, name=f"extra_{_index}", description=f"Extra tool number {_index}.")
+
+
+def where() -> str:
+    return json.dumps({"cwd": os.getcwd(), "home": os.environ.get("HOME", "")})
+
+
+def read_path(path: str) -> str:
+    try:
+        return "READ:" + Path(path).read_text()
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def write_here(name: str, text: str) -> str:
+    Path(name).write_text(text)
+    return str(Path(name).resolve())
+
+
+def connect(port: int) -> str:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            return "REACHED"
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+if os.environ.get("DEMO_PROBE_TOOLS") == "1":
+    for _probe in (where, read_path, write_here, connect):
+        server.add_tool(_probe, name=_probe.__name__, description=f"Probe: {_probe.__name__}.")
 
 
 if __name__ == "__main__":
