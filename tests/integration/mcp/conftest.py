@@ -118,7 +118,9 @@ def proto(request, tmp_path_factory) -> Iterator[MCPManager]:
         "PROTOCOL_REVISION": own.revision,  # type: ignore[attr-defined]
     }
     try:
-        own.add(protocol_config(env=own.server_env))  # type: ignore[attr-defined]
+        # Unconfined: it leaves markers in a host folder the test reads (confinement is
+        # test_stdio_confinement.py's subject).
+        own.add(protocol_config(env=own.server_env, confined=False))  # type: ignore[attr-defined]
         own.wait_for("proto", is_ready, timeout=WAIT)
         yield own
     finally:

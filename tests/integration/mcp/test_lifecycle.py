@@ -47,7 +47,7 @@ def test_a_server_that_never_answers_times_out_and_leaves_no_process(manager):
 def test_a_server_that_crashes_at_start_comes_back_after_backoff(manager, tmp_path):
     crash_file = tmp_path / "crashes"
     crash_file.write_text("2")
-    manager.add(demo_config(env={"DEMO_CRASH_FILE": str(crash_file)}))
+    manager.add(demo_config(env={"DEMO_CRASH_FILE": str(crash_file)}, confined=False))
     status = manager.wait_for("demo", is_ready, timeout=WAIT)
     assert status["retries"] == 2
     assert crash_file.read_text() == "0"
@@ -62,7 +62,7 @@ async def test_a_crash_mid_session_marks_tools_unavailable_then_reconnects(
     # A one-second first backoff keeps the failed state observable.
     manager = MCPManager(backoff=Backoff(initial=1.0, maximum=1.0))
     try:
-        manager.add(demo_config(env={"DEMO_CRASH_FILE": str(crash_file)}))
+        manager.add(demo_config(env={"DEMO_CRASH_FILE": str(crash_file)}, confined=False))
         manager.wait_for("demo", is_ready, timeout=WAIT)
         crash_file.write_text("1")  # the first restart fails too, the second succeeds
         crashed = await registry.get("mcp__demo__crash").execute("k1", {})

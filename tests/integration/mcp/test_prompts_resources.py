@@ -14,7 +14,7 @@ from .conftest import WAIT, is_ready, protocol_config
 @pytest.fixture
 def grown(manager, tmp_path):
     """A protocol server of this test's own: ``grow`` changes its lists for good."""
-    manager.add(protocol_config(env={"PROTOCOL_MARKER_DIR": str(tmp_path)}))
+    manager.add(protocol_config(env={"PROTOCOL_MARKER_DIR": str(tmp_path)}, confined=False))
     manager.wait_for("proto", is_ready, timeout=WAIT)
     return manager
 
