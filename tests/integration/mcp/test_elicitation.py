@@ -145,12 +145,12 @@ async def test_nobody_answering_within_the_approval_timeout_cancels(proto):
 async def test_the_servers_clock_stops_while_the_person_answers(proto):
     env = proto.server_env
     # The call itself fits its 2 s timeout even on a loaded machine; the person's 3 s do not.
-    proto.update(protocol_config(timeout=2.0, env=env)).result(WAIT)
+    proto.update(protocol_config(timeout=2.0, env=env, confined=False)).result(WAIT)
     try:
         person = answering("accept", {"email": "slow@example.com"}, delay=3.0)
         result = await _call_in_turn(person.turn(timeout=60), "ask_profile")
     finally:
-        proto.update(protocol_config(env=env)).result(WAIT)
+        proto.update(protocol_config(env=env, confined=False)).result(WAIT)
     assert not result.is_error, result.content
     assert json.loads(result.content)["content"]["email"] == "slow@example.com"
 
