@@ -13,7 +13,9 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 FAKE_MODEL = "openai/fake-model"
 FAST_RETRY = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.05)
-TURN_TIMEOUT = 30.0
+# A cap, not a wait: the first turn of a process imports litellm (~5 s alone, far more
+# on a loaded machine), and a turn that hangs still fails here.
+TURN_TIMEOUT = 120.0
 
 
 @pytest.fixture(scope="session")
