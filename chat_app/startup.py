@@ -1,17 +1,21 @@
-"""The chat app's part of start-up: runs a crashed server left marked running are closed."""
+"""The chat app's part of start-up: runs a crashed server left marked running are closed,
+and the configured real models' key checks are warmed in the background."""
 
 from __future__ import annotations
 
 import logging
+import threading
 
+from django.conf import settings
 from django.db import DatabaseError
 
+from chat_app.selectors import model_choices
 from chat_app.services import runs_close_at_startup
 from chat_app.turns import single_process_layer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["runs_close_left_running"]
+__all__ = ["model_checks_warm", "runs_close_left_running"]
 
 
 def runs_close_left_running(**_signal: object) -> None:
@@ -23,3 +27,15 @@ def runs_close_left_running(**_signal: object) -> None:
         return
     if closed:
         logger.warning("closed %d run(s) left running by a server that stopped", closed)
+
+
+def model_checks_warm(**_signal: object) -> None:
+    """Run the key checks of the configured real models on a thread of their own now.
+
+    The check imports litellm (~5 s, far more on a busy machine); left to the first page
+    that lists the models, it stalls that person's sign-in. With only the offline model
+    configured nothing is imported.
+    """
+    if all(model == "offline" for model in settings.OPENPROGRAM_MODELS):
+        return
+    threading.Thread(target=model_choices, name="openprogram-model-checks", daemon=True).start()
