@@ -29,7 +29,9 @@ def proto_tools(request, clean_registry, tmp_path) -> Iterator[MCPManager]:
     manager.marker_dir = tmp_path  # type: ignore[attr-defined]
     try:
         env = {"PROTOCOL_MARKER_DIR": str(tmp_path), "PROTOCOL_REVISION": request.param}
-        manager.add(protocol_config(always_load=True, env=env))
+        # Unconfined: it leaves markers in a host folder the test reads (confinement is
+        # tests/integration/mcp/test_stdio_confinement.py's subject).
+        manager.add(protocol_config(always_load=True, env=env, confined=False))
         manager.wait_for("proto", is_ready, timeout=WAIT)
         assert manager.status("proto")["protocol_version"] == request.param
         yield manager
