@@ -14,10 +14,6 @@ Channels' layer; delivery is Channels' own (each consumer's queue and receive ta
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any
-
-from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
 
 from openprogram_site.daphne_patches import ThrottledCleanUp
@@ -27,12 +23,3 @@ __all__ = ["LocalChannelLayer"]
 
 class LocalChannelLayer(ThrottledCleanUp, InMemoryChannelLayer):
     """See the module docstring; configured in ``CHANNEL_LAYERS`` without Redis."""
-
-    async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        assert isinstance(message, dict), "Message is not a dict"
-        if group not in self.groups:  # a member's group_add checked the name of one that is
-            self.require_valid_group_name(group)
-        self._clean_expired()
-        for channel in list(self.groups.get(group, ())):
-            with contextlib.suppress(ChannelFull):  # that member loses it, as in Channels
-                await self.send(channel, message)
