@@ -46,7 +46,7 @@ from chat_app.turns import (
     turns_started,
 )
 from core.api_errors import DomainError
-from openprogram_site.daphne_patches import CLOSE_TOO_LARGE, too_large_frame
+from core.socket_frames import CLOSE_TOO_LARGE, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
 

@@ -44,8 +44,9 @@ from typing import Any
 
 from channels.exceptions import ChannelFull
 
+from core.socket_frames import CLOSE_TOO_LARGE, too_large_frame
+
 __all__ = [
-    "CLOSE_TOO_LARGE",
     "RELIED_ON",
     "VERIFIED",
     "PatchTargetMissing",
@@ -54,7 +55,6 @@ __all__ = [
     "missing_targets",
     "oversize_bodies_refused",
     "oversize_frames_answered",
-    "too_large_frame",
 ]
 
 VERIFIED: dict[str, tuple[str, ...]] = {
@@ -91,9 +91,6 @@ RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
     "twisted": (("twisted.web.http", "Request", ("content", "channel")),),
     "channels": (("channels.layers", "InMemoryChannelLayer", ("_clean_expired",)),),
 }
-
-CLOSE_TOO_LARGE = 4413
-"""A frame over the size limit (the consumer's 64 KB or daphne's 1 MB)."""
 
 _CLEAN_EVERY_SECONDS = 1.0
 _BODY = b"Request body too large for this server.\n"
@@ -149,16 +146,6 @@ def install(*, max_request_bytes: int) -> None:
 
 
 # --- oversize WebSocket frames -------------------------------------------------------------
-
-
-def too_large_frame(*, size: int, limit: int) -> dict[str, Any]:
-    """The error frame sent before closing a socket that sent an oversize frame."""
-    return {
-        "type": "error",
-        "kind": "too_large",
-        "message": f"a frame of {size} bytes is over the {limit}-byte limit; "
-        "the connection closes (code 4413)",
-    }
 
 
 def _answer_then_close(self: Any, msg_size: int, max_msg_size: int, reason: str) -> None:

@@ -159,10 +159,10 @@ if REDIS_URL:
 else:
     # The in-memory layer silently drops messages beyond `capacity` per channel (100 by
     # default); a tool streaming fast could lose frames on open tabs. Match Redis's.
-    # chat_app.channel_layer: Channels' in-memory layer without its per-message scans.
+    # openprogram_site.channel_layer: Channels' in-memory layer without its per-message scans.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "chat_app.channel_layer.LocalChannelLayer",
+            "BACKEND": "openprogram_site.channel_layer.LocalChannelLayer",
             "CONFIG": {"capacity": 1500, "expiry": 60},
         }
     }

@@ -14,8 +14,8 @@ from chat_app import relay as relay_module
 from chat_app.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from chat_app.models import Run, RunEvent, ToolCallRecord
 from chat_app.turns import active_turn, control_group
+from core.socket_frames import CLOSE_TOO_LARGE
 from openprogram.providers.offline import CHUNK_CHARS
-from openprogram_site.daphne_patches import CLOSE_TOO_LARGE
 from openprogram_site.origins import CLOSE_FOREIGN_ORIGIN
 from tests.integration.chat_app.conftest import close_code, of_type, open_socket, receive_until
 

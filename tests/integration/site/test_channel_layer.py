@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from channels.layers import get_channel_layer
 
-from chat_app.channel_layer import LocalChannelLayer
 from openprogram_site import daphne_patches
+from openprogram_site.channel_layer import LocalChannelLayer
 
 
 def test_the_server_uses_it_when_there_is_no_redis():
