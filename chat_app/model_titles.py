@@ -29,7 +29,15 @@ from channels.db import database_sync_to_async
 from django.db import transaction
 
 from chat_app.models import TITLE_MAX, Conversation, Run
+from chat_app.relay import group_send_safely
 from chat_app.titles import TITLE_CHARS, title_from_message
+from openprogram.agent.types import Message
+from openprogram.providers.pricing import call_cost
+from openprogram.providers.retry import RetryPolicy
+from openprogram.providers.routing import is_offline
+from openprogram.providers.streaming import stream_chat
+from usage_app.selectors import budget_and_spend
+from usage_app.services import budget_verdict, model_call_record
 
 __all__ = ["TITLE_PROMPT", "conversation_title_ask", "title_after_turn"]
 
@@ -105,10 +113,6 @@ async def conversation_title_ask(*, conversation_id: int, run_id: int, owner_id:
 
 
 def _ask_for(*, conversation_id: int, run_id: int, owner_id: int) -> _Ask | None:
-    from openprogram.providers.routing import is_offline
-    from usage_app.selectors import budget_and_spend
-    from usage_app.services import budget_verdict
-
     conversation = Conversation.objects.filter(pk=conversation_id, owner_id=owner_id).first()
     if conversation is None:
         return None
@@ -131,10 +135,6 @@ def _ask_for(*, conversation_id: int, run_id: int, owner_id: int) -> _Ask | None
 
 
 async def _model_answer(ask: _Ask) -> tuple[str, dict[str, int]]:
-    from openprogram.agent.types import Message
-    from openprogram.providers.retry import RetryPolicy
-    from openprogram.providers.streaming import stream_chat
-
     conversation = (
         f"The person wrote:\n{ask.message[:_EXCERPT_CHARS]}\n\n"
         f"The assistant replied:\n{ask.reply[:_EXCERPT_CHARS]}"
@@ -167,9 +167,6 @@ def _clean(text: str) -> str:
 def _title_save(
     *, conversation_id: int, run_id: int, owner_id: int, ask: _Ask, title: str, usage: dict
 ) -> bool:
-    from openprogram.providers.pricing import call_cost
-    from usage_app.services import model_call_record
-
     cost = call_cost(ask.model, usage)
     with transaction.atomic():
         model_call_record(
@@ -193,7 +190,8 @@ def _title_save(
 
 
 async def _tell_tabs(conversation_id: int, title: str) -> None:
-    from chat_app.relay import group_send_safely
+    # chat_app.turns imports this module (title_after_turn), so its group name is imported
+    # when first needed.
     from chat_app.turns import events_group
 
     frame = json.dumps({"type": "conversation_title", "title": title})

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-if TYPE_CHECKING:
-    from openprogram.programs.rules import Rule
+from openprogram.programs.rule_conditions import Condition
+from openprogram.programs.rules import Rule, rule_problems
 
 __all__ = ["RULE_COLUMNS", "AlwaysAskMark", "PolicyRule", "PolicySettings", "rule_from_values"]
 
@@ -33,9 +33,6 @@ RULE_COLUMNS = (
 
 def rule_from_values(**values: Any) -> Rule:
     """The framework's ``Rule`` from a stored rule's values (:data:`RULE_COLUMNS`, ``group``)."""
-    from openprogram.programs.rule_conditions import Condition
-    from openprogram.programs.rules import Rule
-
     condition = None
     if values["condition_kind"]:
         entries = values["condition_values"].splitlines()
@@ -181,8 +178,6 @@ class PolicyRule(models.Model):
 
     def clean(self) -> None:
         """Every problem the framework finds, each on its own field; nothing half-saved."""
-        from openprogram.programs.rules import rule_problems
-
         errors: dict[str, str] = {}
         if self.scope == self.Scope.GROUP and self.group_id is None:
             errors["group"] = "a group rule needs a group"
@@ -216,8 +211,6 @@ class AlwaysAskMark(models.Model):
         return f"always ask {self.tool}"
 
     def clean(self) -> None:
-        from openprogram.programs.rules import Rule, rule_problems
-
         problem = rule_problems(Rule(tool=self.tool.strip(), verdict="ask")).get("tool")
         if problem:
             raise ValidationError({"tool": problem})

@@ -9,7 +9,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from core.api_errors import ForbiddenError, NotFoundError, UnprocessableError
+from openprogram.programs import registry
+from openprogram.programs._resolution_index import registry_index
+from openprogram.programs.rule_conditions import FILE_TOOLS
+from openprogram.programs.rules import decide, policy_removals, tool_pattern_matches
 from tools_app.policy.models import PolicyRule
+from tools_app.policy.selectors import policy_always_ask_names, policy_for_user
 
 __all__ = [
     "PolicyRuleInvalid",
@@ -30,8 +35,6 @@ class PolicyRuleInvalid(UnprocessableError):
 
 
 def _kind_for(tool: str) -> str:
-    from openprogram.programs.rule_conditions import FILE_TOOLS
-
     if tool == "bash":
         return PolicyRule.ConditionKind.COMMAND
     if tool in FILE_TOOLS:
@@ -50,10 +53,6 @@ def policy_user_rule_create(*, user: AbstractBaseUser, text: str) -> PolicyRule:
     take no pattern. Whatever is saved can only relax an ask a user may relax
     (``rules.decide``): never a deny, never an admin's ask not marked "may be relaxed".
     """
-    from openprogram.programs import registry
-    from openprogram.programs.rules import tool_pattern_matches
-    from tools_app.policy.selectors import policy_always_ask_names
-
     if not isinstance(text, str) or len(text) > MAX_PATTERN_CHARS:
         raise PolicyRuleInvalid({"pattern": f"at most {MAX_PATTERN_CHARS} characters"})
     tool, _, pattern = text.partition(":")
@@ -115,11 +114,6 @@ def policy_simulate(
     *, actor: AbstractBaseUser, user_id: int | None, tool: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
     """The verdict on one call for a user: staff for anyone, a user for themselves."""
-    from openprogram.programs import registry
-    from openprogram.programs._resolution_index import registry_index
-    from openprogram.programs.rules import decide, policy_removals
-    from tools_app.policy.selectors import policy_for_user
-
     if user_id is None or user_id == actor.pk:
         subject = actor
     elif not actor.is_staff:
