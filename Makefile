@@ -97,6 +97,18 @@ $(OIDC_PROVIDER): tests/sso/package.json tests/sso/package-lock.json
 
 sso-deps: $(OIDC_PROVIDER)
 
+# @modelcontextprotocol/server-everything (the MCP reference server) and its Node 22, pinned
+# with hashes in tests/mcp_everything/package-lock.json, into .tools/everything: the stdio
+# confinement tests start it (tests/integration/mcp/test_server_everything.py).
+EVERYTHING_JS := $(TOOLS)/everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+
+$(EVERYTHING_JS): tests/mcp_everything/package.json tests/mcp_everything/package-lock.json
+	@command -v npm >/dev/null || { echo "the MCP confinement tests need npm: run 'make system-deps'"; exit 1; }
+	mkdir -p $(TOOLS)/everything
+	cp tests/mcp_everything/package.json tests/mcp_everything/package-lock.json $(TOOLS)/everything/
+	cd $(TOOLS)/everything && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # docs/screenshots/{chat,programs,settings}-{1280,390}.png from a private server (tools/screenshots.py).
 screenshots: install-test system-deps
 	$(BIN)/python -m tools.screenshots
@@ -130,7 +142,7 @@ system-deps:
 # environment and the npm trees side by side. They share nothing, and one after the
 # other they took ~23 s on a fresh clone here (Node 22 alone ~12 s); side by side ~13 s.
 test-deps: system-deps
-	@$(MAKE) --no-print-directory -j4 install-test $(AXE_JS) $(CONFORMANCE_JS) $(OIDC_PROVIDER)
+	@$(MAKE) --no-print-directory -j4 install-test $(AXE_JS) $(CONFORMANCE_JS) $(OIDC_PROVIDER) $(EVERYTHING_JS)
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist). Its tests are independent:
 # each process has its own data directory (tests/settings.py) and test database

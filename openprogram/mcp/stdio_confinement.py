@@ -7,11 +7,13 @@ Contract, for a server whose config says ``confined`` (the default):
    database, no other user's workspace, no server code;
 2. its install prefix is bound read-only at its own path: the directory holding the
    command (``bin`` means its parent: ``.tools/node``, a venv), both as named and as the
-   symlinks resolve, and each absolute file its arguments name (a script);
+   symlinks resolve, and each absolute file its arguments name (a script); a command or
+   script inside an npm install brings the whole tree (its outermost ``node_modules``),
+   since Node finds the modules it imports by walking up it;
 3. its working folder and ``HOME`` is ``<data directory>/mcp/<name>`` (read-write, kept
    across restarts). A shared server has one folder for every user of it;
 4. network off (a private, empty network namespace) unless the config's ``network``;
-5. :data:`MCP_SERVER_LIMITS` (below). CPU time is cumulative per process, so an idle
+5. :data:`MCP_SERVER_LIMITS` (below), with a far larger address space than ``bash``'s. CPU time is cumulative per process, so an idle
    server spends none of it; a server that burns an hour of CPU is killed and the
    connection's supervisor restarts it;
 6. ``--die-with-parent`` follows the thread that spawned it: the manager's event-loop
@@ -44,9 +46,13 @@ MCP_SERVER_LIMITS = SandboxLimits(
     processes=256,
     file_bytes=1 << 30,
     tmp_bytes=256 << 20,
+    address_space_factor=64,
 )
 """Per server process: 1 GiB memory (cgroup), 3600 s CPU in total, 256 processes, 1 GiB
-largest file, 256 MiB /tmp."""
+largest file, 256 MiB /tmp. Address space 64 GiB, not the shell's 3 GiB: V8 reserves about
+10 GiB of it for each WebAssembly memory (Node's own ``fetch`` makes one), so a Node server
+died at its first request under 3 GiB (seen with server-everything); what it really uses is
+the cgroup's 1 GiB."""
 
 
 _SYSTEM = frozenset({"", "/", "/usr", "/bin", "/sbin", "/usr/local"})
@@ -67,6 +73,15 @@ def server_folder(name: str) -> Path:
 def _prefix(path: str) -> str:
     directory = os.path.dirname(path)
     return os.path.dirname(directory) if os.path.basename(directory) == "bin" else directory
+
+
+def _package_tree(path: str) -> str | None:
+    """The outermost ``node_modules`` above ``path``: an npm install, whose modules a script
+    in it imports from anywhere in that tree (Node walks up to find them)."""
+    parts = path.split(os.sep)
+    if "node_modules" not in parts:
+        return None
+    return os.sep.join(parts[: parts.index("node_modules") + 1])
 
 
 def _interpreter(path: str) -> str | None:
@@ -94,9 +109,13 @@ def _read_only(command: str, args: tuple[str, ...]) -> list[tuple[str, str]]:
         for prefix in (_prefix(program), _prefix(os.path.realpath(program))):
             if prefix not in _SYSTEM and os.path.isdir(prefix):
                 binds[prefix] = os.path.realpath(prefix)
-    for arg in args:
-        if os.path.isabs(arg) and os.path.isfile(arg):
-            binds[arg] = os.path.realpath(arg)
+    files = [arg for arg in args if os.path.isabs(arg) and os.path.isfile(arg)]
+    for arg in files:
+        binds[arg] = os.path.realpath(arg)
+    for path in (*programs, *files):
+        for named in (path, os.path.realpath(path)):
+            if (tree := _package_tree(named)) is not None and os.path.isdir(tree):
+                binds[tree] = os.path.realpath(tree)
     return [(source, path) for path, source in binds.items()]
 
 

@@ -42,9 +42,18 @@ class SandboxLimits:
     processes: int = 256
     file_bytes: int = _GIB
     tmp_bytes: int = 256 * _MIB
+    address_space_factor: int = _AS_FACTOR
+    """``--as`` is this many times ``memory_bytes`` (see the module doc)."""
 
     def __post_init__(self) -> None:
-        for name in ("memory_bytes", "cpu_seconds", "processes", "file_bytes", "tmp_bytes"):
+        for name in (
+            "memory_bytes",
+            "cpu_seconds",
+            "processes",
+            "file_bytes",
+            "tmp_bytes",
+            "address_space_factor",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(
@@ -53,7 +62,7 @@ class SandboxLimits:
 
     @property
     def address_space_bytes(self) -> int:
-        return self.memory_bytes * _AS_FACTOR
+        return self.memory_bytes * self.address_space_factor
 
 
 def prlimit_prefix(limits: SandboxLimits, *, prlimit: str = "prlimit") -> list[str]:

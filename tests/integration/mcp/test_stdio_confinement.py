@@ -97,6 +97,8 @@ def test_the_limits_spare_an_idle_server():
     """CPU time is cumulative: an hour of it, never wall-clock time."""
     assert MCP_SERVER_LIMITS.cpu_seconds == 3600
     assert MCP_SERVER_LIMITS.memory_bytes == 1 << 30
+    # Room for V8's WebAssembly reservations (~10 GiB each): Node's fetch needs one.
+    assert MCP_SERVER_LIMITS.address_space_bytes == 64 << 30
 
 
 def test_a_confined_server_never_starts_unconfined_without_a_sandbox(home, manager):
