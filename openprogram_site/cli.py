@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
+from django.core.management import execute_from_command_line
+
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_site.settings")
-    from django.core.management import execute_from_command_line
-
     execute_from_command_line(sys.argv)

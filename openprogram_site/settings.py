@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -215,9 +216,7 @@ OIDC_SSO_ONLY = env_bool("OIDC_SSO_ONLY", False)
 OIDC_LOGOUT_AT_PROVIDER = env_bool("OIDC_LOGOUT_AT_PROVIDER", True)
 OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10, minimum=1, maximum=120)
 if SSO_ENABLED:
-    from urllib.parse import urlsplit as _urlsplit
-
-    _issuer = _urlsplit(OIDC_ISSUER)
+    _issuer = urlsplit(OIDC_ISSUER)
     if not (
         _issuer.scheme == "https"
         or (_issuer.scheme == "http" and _issuer.hostname in {"127.0.0.1", "localhost", "::1"})
