@@ -1,36 +1,52 @@
-"""Shell sandbox start-up cost: `bash -c true` bare vs confined (issues #21, #32).
+"""Shell sandbox cost per call: bare vs bwrap vs the limits vs the cgroup path (issues #21, #32).
 
-Side by side in one run, median of 41 each, interleaved so load on the machine hits
-both columns alike: the bare process spawn vs the same command through
-``sandbox_argv`` (new namespaces, mounts, die with parent), through ``confine`` with
-the limits but no cgroup (``prlimit`` + bwrap + the ``/tmp`` report), and through
-``confine`` with the call's cgroup (made, joined, read and removed per call: the cgroup
-path measured separately); and the whole ``bash`` tool call (approval hook, output
-pump, result) as the agent loop makes it, once with the sandbox taken out and once as
-shipped. Target: the sandbox, limits included, adds ≤ 20 ms per call.
+Four ways to run `bash -c true`, interleaved round by round (the order rotating each
+round) so load on a shared machine hits every column alike, median of each:
+
+- **bare**: the process spawn alone;
+- **bwrap**: the same through ``sandbox_argv`` (namespaces, mounts, die with parent), as
+  the server's own user;
+- **limits**: through ``confine`` with the cgroup left out — ``prlimit``, the ``/tmp``
+  report and, when the server is root, the workspace mount and ``setpriv``;
+- **cgroup**: ``confine`` as shipped, with the call's own cgroup made, joined, read and
+  removed.
+
+Then the cgroup path piece by piece (make + limits, the join's two ``cgroup.procs`` writes
+against the same shell without them, removal after a real call), the whole ``bash`` tool
+call (approval hook, output pump, result, the quota measurement) with and without the
+sandbox, and the workspace quota's measurement of a workspace of 50,000 files.
+Target: the sandbox, limits included, adds ≤ 20 ms per call. ``uptime``'s load is printed:
+the machine is shared.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from unittest.mock import patch
 
-from bench._util import print_table
+from bench._util import print_table, ratio
 from openprogram.agent.context import TurnContext, current_turn
 from openprogram.agent.types import ApprovalDecision
-from openprogram.security import confinement
-from openprogram.security.cgroups import cgroup_support
+from openprogram.config import get_config
+from openprogram.security import confinement, workspace_quota
+from openprogram.security.cgroups import CallCgroup, cgroup_support
 from openprogram.security.sandbox import sandbox_argv, sandbox_problem
 from openprogram.security.sandbox_limits import SandboxLimits
+from openprogram.security.sandbox_user import sandbox_user
 
 __all__ = ["main"]
 
 _ROUNDS = 41
+_QUOTA_FILES = 50_000
+_QUOTA_ROUNDS = 5
+_JOIN_SPACING_S = 0.1
 
 
 async def _spawn(argv: list[str], cwd: str, pass_fds: tuple[int, ...] = ()) -> None:
@@ -40,9 +56,15 @@ async def _spawn(argv: list[str], cwd: str, pass_fds: tuple[int, ...] = ()) -> N
     await process.wait()
 
 
-async def _confined(command: list[str], workspace: Path, *, cgroup: bool) -> None:
+def _no_cgroup():
+    return type(cgroup_support())(None, "bench: rlimits only")
+
+
+async def _confined(
+    command: list[str], workspace: Path, *, cgroup: bool, removal: list[float] | None = None
+) -> None:
     """One call as ``bash`` makes it: confine, spawn, read what it hit, clean up."""
-    with patch.object(confinement, "cgroup_support", _no_cgroup if not cgroup else cgroup_support):
+    with patch.object(confinement, "cgroup_support", cgroup_support if cgroup else _no_cgroup):
         confined = confinement.confine(
             command, workspace=workspace, limits=SandboxLimits(), report_tmp=True
         )
@@ -51,22 +73,31 @@ async def _confined(command: list[str], workspace: Path, *, cgroup: bool) -> Non
         confined.spawned()
         confined.outcome(0)
     finally:
+        started = time.perf_counter()
         confined.close()
+        if removal is not None:
+            removal.append(time.perf_counter() - started)
 
 
-def _no_cgroup():
-    return type(cgroup_support())(None, "bench: rlimits only")
-
-
-async def _medians_ms(first, second) -> tuple[float, float]:
-    """Median wall time of two coroutine factories, alternated round by round."""
-    samples: tuple[list[float], list[float]] = ([], [])
-    for _ in range(_ROUNDS):
-        for make, into in ((first, samples[0]), (second, samples[1])):
+async def _interleaved_ms(
+    columns: dict[str, Callable[[], Awaitable[None]]],
+    rounds: int = _ROUNDS,
+    *,
+    spacing: float = 0.0,
+) -> dict[str, float]:
+    """Median wall time (ms) of each coroutine factory, one of each per round, rotating;
+    ``spacing`` seconds of rest before each sample."""
+    names = list(columns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            if spacing:
+                await asyncio.sleep(spacing)
             started = time.perf_counter()
-            await make()
-            into.append(time.perf_counter() - started)
-    return statistics.median(samples[0]) * 1000, statistics.median(samples[1]) * 1000
+            await columns[name]()
+            samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) * 1000 for name, values in samples.items()}
 
 
 def _unconfined(command, *, limits, **_ignored) -> confinement.Confined:
@@ -74,70 +105,130 @@ def _unconfined(command, *, limits, **_ignored) -> confinement.Confined:
     return confinement.Confined(argv=list(command), limits=limits)
 
 
-async def _measure(workspace: Path) -> list[list[object]]:
+async def _process_rows(workspace: Path) -> tuple[list[list[object]], list[float]]:
+    argv = ["bash", "-c", "true"]
+    removal: list[float] = []
+    columns: dict[str, Callable[[], Awaitable[None]]] = {
+        "bare": lambda: _spawn(argv, str(workspace)),
+        "bwrap": lambda: _spawn(sandbox_argv(argv, workspace=workspace), str(workspace)),
+        "limits": lambda: _confined(argv, workspace, cgroup=False),
+    }
+    support = cgroup_support()
+    if support.version is not None:
+        columns["cgroup"] = lambda: _confined(argv, workspace, cgroup=True, removal=removal)
+    medians = await _interleaved_ms(columns)
+    bare = medians["bare"]
+    labels = {
+        "bare": "bare `bash -c true`",
+        "bwrap": "bwrap only (namespaces, mounts; the server's uid)",
+        "limits": "+ limits, no cgroup (prlimit, /tmp report; as root: mount + setpriv)",
+        "cgroup": f"+ the call's cgroup ({support.version}): as shipped",
+    }
+    rows: list[list[object]] = [
+        [labels[name], f"{value:.1f}", ratio(value, bare), f"+{value - bare:.1f}"]
+        for name, value in medians.items()
+    ]
+    if support.version is None:
+        rows.append([f"cgroup path: none here ({support.reason})", "", "", ""])
+    return rows, removal
+
+
+async def _cgroup_rows(workspace: Path, removal: list[float]) -> list[list[object]]:
+    """The cgroup path's pieces, each timed on its own."""
+    support = cgroup_support()
+    if support.version is None:
+        return []
+    limits = SandboxLimits()
+    made: list[float] = []
+    for _ in range(_ROUNDS):
+        started = time.perf_counter()
+        call = CallCgroup.create(support, limits)
+        made.append(time.perf_counter() - started)
+        call.remove()
+    plain = ["/bin/sh", "-c", "exec true"]
+    groups: list[CallCgroup] = []
+
+    async def joined() -> None:
+        call = CallCgroup.create(support, limits)
+        groups.append(call)
+        await _spawn([*call.join_prefix(), "true"], str(workspace))
+
+    # Spaced as calls are: a write to cgroup.procs takes the kernel's threadgroup lock for
+    # writing, which waits for an RCU grace period unless another write just did.
+    join = await _interleaved_ms(
+        {"plain": lambda: _spawn(plain, str(workspace)), "join": joined}, spacing=_JOIN_SPACING_S
+    )
+    for call in groups:
+        call.remove()
+    writes = len(support.bases)
+    return [
+        [
+            f"make the call's cgroup{'s' if writes > 1 else ''} and write the limits",
+            f"{statistics.median(made) * 1000:.2f}",
+        ],
+        [
+            f"join: `sh` writing its pid to {writes} `cgroup.procs`, minus the same `sh` "
+            f"without (calls {_JOIN_SPACING_S * 1000:.0f} ms apart)",
+            f"{join['join'] - join['plain']:.2f}",
+        ],
+        [
+            "remove after a real call (waits for its last process to leave)",
+            f"{statistics.median(removal) * 1000:.2f}" if removal else "",
+        ],
+    ]
+
+
+async def _tool_row(workspace: Path) -> list[object]:
     # The module, not the function the package re-exports under the same name.
     bash_module = importlib.import_module("openprogram.programs.builtin.bash")
 
     async def approve(_request):
         return ApprovalDecision(approved=True)
 
-    def call():
-        return bash_module.bash._agent_tool.execute("b", {"command": "true"})
+    async def call() -> None:
+        result = await bash_module.bash._agent_tool.execute("b", {"command": "true"})
+        assert not result.is_error, result.content
 
-    async def call_unconfined():
+    async def call_unconfined() -> None:
         with patch.object(bash_module, "confine", _unconfined):
             await call()
 
     current_turn.set(TurnContext(user_id="bench", workspace=workspace, approval_hook=approve))
-    argv = ["bash", "-c", "true"]
-    bare, boxed = await _medians_ms(
-        lambda: _spawn(argv, str(workspace)),
-        lambda: _spawn(sandbox_argv(argv, workspace=workspace), str(workspace)),
-    )
-    _, limited = await _medians_ms(
-        lambda: _spawn(argv, str(workspace)),
-        lambda: _confined(argv, workspace, cgroup=False),
-    )
-    rows = [
-        [
-            "`bash -c true` process, bwrap only",
-            f"{bare:.1f}",
-            f"{boxed:.1f}",
-            f"+{boxed - bare:.1f}",
-        ],
-        [
-            "… as shipped but no cgroup (prlimit, /tmp report; as root: mount + setpriv)",
-            f"{bare:.1f}",
-            f"{limited:.1f}",
-            f"+{limited - bare:.1f}",
-        ],
-    ]
-    support = cgroup_support()
-    if support.version is not None:
-        _, grouped = await _medians_ms(
-            lambda: _spawn(argv, str(workspace)),
-            lambda: _confined(argv, workspace, cgroup=True),
-        )
-        rows.append(
-            [
-                f"… as shipped, with the call's cgroup ({support.version})",
-                f"{bare:.1f}",
-                f"{grouped:.1f}",
-                f"+{grouped - bare:.1f}",
-            ]
-        )
-    else:
-        rows.append([f"… cgroup path: none here ({support.reason})", "", "", ""])
-    tool_bare, tool_boxed = await _medians_ms(call_unconfined, call)
+    medians = await _interleaved_ms({"bare": call_unconfined, "shipped": call})
+    bare, shipped = medians["bare"], medians["shipped"]
     return [
-        *rows,
-        [
-            "`bash` tool call `true` (approved), everything as shipped",
-            f"{tool_bare:.1f}",
-            f"{tool_boxed:.1f}",
-            f"+{tool_boxed - tool_bare:.1f}",
-        ],
+        "`bash` tool call `true` (approved, quota measured), as shipped vs no sandbox",
+        f"{bare:.1f} → {shipped:.1f}",
+        ratio(shipped, bare),
+        f"+{shipped - bare:.1f}",
     ]
+
+
+def _quota_rows(directory: Path) -> list[list[object]]:
+    """The quota's measurement after a shell call, for a workspace of many small files."""
+    workspace = directory / "many"
+    for index in range(_QUOTA_FILES):
+        folder = workspace / f"d{index // 100:03}"
+        if index % 100 == 0:
+            folder.mkdir(parents=True)
+        (folder / f"f{index % 100:02}").write_bytes(b"x" * 100)
+    samples = []
+    for _ in range(_QUOTA_ROUNDS):
+        started = time.perf_counter()
+        workspace_quota.shell_usage_note(workspace)
+        samples.append(time.perf_counter() - started)
+    return [
+        [
+            f"after each `bash` call: {_QUOTA_FILES:,} files in 500 folders "
+            f"(median of {_QUOTA_ROUNDS})",
+            f"{statistics.median(samples) * 1000:.1f}",
+        ]
+    ]
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def main() -> None:
@@ -145,10 +236,25 @@ def main() -> None:
     if problem is not None:
         print(f"(sandbox bench skipped: {problem})\n")
         return
+    config = get_config()
+    user = sandbox_user(uid=config.sandbox_uid, gid=config.sandbox_gid)
     with tempfile.TemporaryDirectory() as directory:
-        rows = asyncio.run(_measure(Path(directory)))
+        workspace = Path(directory) / "workspace"
+        workspace.mkdir()
+        if user.switch:  # a root server's workspaces are the sandbox user's (sandbox_user.py)
+            os.chown(workspace, user.uid, user.gid)
+        load_before = _load()
+        rows, removal = asyncio.run(_process_rows(workspace))
+        pieces = asyncio.run(_cgroup_rows(workspace, removal))
+        rows.append(asyncio.run(_tool_row(workspace)))
+        load_after = _load()
+        quota = _quota_rows(Path(directory))
+    print(f"({load_before} before, {load_after} after)\n")
     print_table(
-        f"Shell sandbox start-up (median of {_ROUNDS}, ms)",
-        ["what", "unsandboxed", "confined", "added (target ≤ +20)"],
+        f"Shell sandbox cost per call (median of {_ROUNDS}, interleaved, ms)",
+        ["what", "median", "× bare", "added (target ≤ +20)"],
         rows,
     )
+    if pieces:
+        print_table("The cgroup path, piece by piece (median, ms)", ["piece", "ms"], pieces)
+    print_table("Workspace quota measurement (ms)", ["what", "ms"], quota)
