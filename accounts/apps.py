@@ -6,4 +6,4 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from accounts import session_revocation  # noqa: F401  (its signal receivers)
+        from accounts import deactivation, session_revocation  # noqa: F401  (signal receivers)
