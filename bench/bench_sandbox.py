@@ -212,17 +212,21 @@ def _quota_rows(directory: Path) -> list[list[object]]:
         if index % 100 == 0:
             folder.mkdir(parents=True)
         (folder / f"f{index % 100:02}").write_bytes(b"x" * 100)
-    samples = []
+    walks, waits = [], []
     for _ in range(_QUOTA_ROUNDS):
         started = time.perf_counter()
         workspace_quota.shell_usage_note(workspace)
-        samples.append(time.perf_counter() - started)
+        waits.append(time.perf_counter() - started)
+        workspace_quota.workspace_usage(workspace)  # waits for the walk's lock: calls are apart
+        walks.append(workspace_quota._last_walk_s[str(workspace)])
+    files = f"{_QUOTA_FILES:,} files in 500 folders"
     return [
+        [f"the walk after each `bash` call, {files}", f"{statistics.median(walks) * 1000:.1f}"],
         [
-            f"after each `bash` call: {_QUOTA_FILES:,} files in 500 folders "
-            f"(median of {_QUOTA_ROUNDS})",
-            f"{statistics.median(samples) * 1000:.1f}",
-        ]
+            "what the call's result waits for it (the first walk of a workspace: all of it; "
+            "after a slow one: ≤ 50 ms)",
+            f"{statistics.median(waits) * 1000:.1f}",
+        ],
     ]
 
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import pytest
 
 from openprogram.programs.builtin.edit import edit
 from openprogram.programs.builtin.write import write
+from openprogram.security import workspace_quota
 from openprogram.security.workspace_quota import (
+    WorkspaceOverQuota,
     quota_write,
     shell_usage_note,
     workspace_usage,
@@ -94,3 +100,58 @@ def test_a_reservation_counts_for_a_concurrent_writer(quota, workspace):
 async def test_no_quota_means_no_refusal(configure, turn, workspace, call):
     configure(workspace_quota_bytes=0)
     assert not (await call(write, {"path": "a.txt", "content": "x" * 100_000})).is_error
+
+
+def _try_to_add(workspace, size: int) -> None:
+    with quota_write(workspace, adds=size) as settle:
+        settle(size)
+
+
+def test_a_slow_measurement_runs_after_the_result_and_no_write_is_decided_before_it(
+    quota, workspace, monkeypatch
+):
+    """A workspace whose last walk was slow: the result does not wait for the walk, but the
+    record stays locked until the walk has written, so the next write is decided on it."""
+    workspace_usage(workspace)  # recorded: empty
+    (workspace / "made-by-bash.bin").write_bytes(os.urandom(40 * KIB))  # behind the tools
+    release, started = threading.Event(), threading.Event()
+    real_measure = workspace_quota._measure
+
+    def held(path):
+        started.set()
+        assert release.wait(30)
+        return real_measure(path)
+
+    monkeypatch.setattr(workspace_quota, "_measure", held)
+    monkeypatch.setitem(workspace_quota._last_walk_s, str(workspace), 10.0)  # known to be slow
+    assert shell_usage_note(workspace) == ""  # the last finished measurement found room
+    assert started.wait(30)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_try_to_add, workspace, 1)
+        with pytest.raises(FutureTimeout):
+            pending.result(timeout=0.3)  # waiting for the measurement, not decided on "empty"
+        release.set()
+        with pytest.raises(WorkspaceOverQuota, match=r"40\.0 KiB of 32\.0 KiB used"):
+            pending.result(timeout=30)
+    # The next slow call's result says what that finished measurement found.
+    release.clear()
+    note = shell_usage_note(workspace)
+    release.set()
+    assert "over its quota at its last measurement: 40.0 KiB of 32.0 KiB used" in note
+    assert workspace_usage(workspace).used == 40 * KIB
+
+
+def test_a_quick_workspace_is_measured_before_the_result(quota, workspace, monkeypatch):
+    real_measure = workspace_quota._measure
+
+    def slower_this_time(path):
+        time.sleep(4 * workspace_quota._NOTE_WAIT_S)
+        return real_measure(path)
+
+    workspace_usage(workspace)
+    (workspace / "made-by-bash.bin").write_bytes(os.urandom(40 * KIB))
+    monkeypatch.setattr(workspace_quota, "_measure", slower_this_time)
+    monkeypatch.setitem(workspace_quota._last_walk_s, str(workspace), 0.001)  # was quick
+    note = shell_usage_note(workspace)  # this walk is slow, but its history says wait
+    assert "over its quota: 40.0 KiB of 32.0 KiB used" in note
+    assert workspace_quota._last_walk_s[str(workspace)] >= 4 * workspace_quota._NOTE_WAIT_S
