@@ -23,6 +23,8 @@ import pytest
 
 from openprogram import config
 from openprogram.mcp import MCPManager, MCPServerConfig
+from openprogram.mcp.stdio_confinement import MCP_SERVER_LIMITS
+from openprogram.security.cgroups import cgroup_support
 from openprogram.security.sandbox import sandbox_problem
 
 from .conftest import SERVER_TIMEOUT, WAIT, descendant_pids, is_failed, is_ready
@@ -114,6 +116,19 @@ async def test_it_starts_lists_and_calls_confined(home, manager):
     # Its working folder is <data directory>/mcp/everything, the same folder on both sides.
     folder = home / "mcp" / "everything"
     assert os.readlink(f"/proc/{pid}/cwd") == str(folder)
+    # Its limits, from the host: the rlimits prlimit set, and a cgroup of its own.
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    for name, value in (
+        ("Max cpu time", MCP_SERVER_LIMITS.cpu_seconds),
+        ("Max file size", MCP_SERVER_LIMITS.file_bytes),
+        ("Max address space", MCP_SERVER_LIMITS.address_space_bytes),
+        ("Max core file size", 0),
+    ):
+        line = next(line for line in limits.splitlines() if line.startswith(name))
+        assert line.split()[len(name.split())] == str(value), line
+    if cgroup_support().version is not None:
+        groups = Path(f"/proc/{pid}/cgroup").read_text()
+        assert "/openprogram-sandbox/call-" in groups, groups
 
 
 async def test_it_cannot_see_the_data_directory(home, manager):
@@ -203,6 +218,8 @@ import sys, time
 from openprogram.config import configure
 configure(home=sys.argv[1])
 from openprogram.mcp import MCPManager, MCPServerConfig
+from openprogram.mcp.stdio_confinement import MCP_SERVER_LIMITS
+from openprogram.security.cgroups import cgroup_support
 manager = MCPManager()
 manager.add(MCPServerConfig(name="everything", command=sys.argv[2], args=[sys.argv[3], "stdio"], timeout=30))
 manager.wait_for("everything", lambda s: s["state"] in ("ready", "failed"), timeout=60)
