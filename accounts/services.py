@@ -68,6 +68,8 @@ def login_token_redeem(*, token: str) -> AbstractBaseUser:
         )
         if row is None or row.used_at is not None or row.expires_at < timezone.now():
             raise InvalidLoginToken("This login link is invalid, expired or already used.")
+        if not row.user.is_active:
+            raise InvalidLoginToken("This account is deactivated.")
         row.used_at = timezone.now()
         row.save(update_fields=["used_at"])
         return row.user

@@ -80,3 +80,12 @@ async def test_a_save_that_does_not_deactivate_revokes_nothing(alice):
     assert await _me(cookie=cookie) == 200
     assert await _me(token=token) == 200
     assert await Session.objects.acount() == 1
+
+
+async def test_a_login_link_of_an_inactive_account_is_refused(alice):
+    await _save(alice, active=False)
+    link = await database_sync_to_async(login_token_create)(user=alice)
+    with pytest.raises(InvalidLoginToken, match="deactivated"):
+        await database_sync_to_async(login_token_redeem)(token=link)
+    await _save(alice, active=True)
+    assert await database_sync_to_async(login_token_redeem)(token=link) == alice  # not spent
