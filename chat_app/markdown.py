@@ -1,4 +1,4 @@
-"""Assistant text as safe HTML: CommonMark with raw HTML off and links checked.
+"""Assistant and user text as safe HTML: CommonMark with raw HTML off and links checked.
 
 Contract:
 
@@ -8,6 +8,9 @@ Contract:
    (or it is relative); anything else (``javascript:``, ``data:``, ``vbscript:``)
    loses its href/src.
 3. Every link opens with ``rel="noopener noreferrer nofollow"``.
+
+A person's own message (``render_user_markdown``) goes through the same renderer, built
+the same way, except that a single line break stays a line break, as it was typed.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from urllib.parse import urlparse
 
 from markdown_it import MarkdownIt
 
-__all__ = ["render_markdown"]
+__all__ = ["render_markdown", "render_user_markdown"]
 
 _SAFE_SCHEMES = frozenset({"http", "https", "mailto", ""})
 
@@ -28,8 +31,9 @@ def _is_safe_url(url: str) -> bool:
     return urlparse(cleaned).scheme.lower() in _SAFE_SCHEMES
 
 
-def _build() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+def _build(*, breaks: bool = False) -> MarkdownIt:
+    options = {"html": False, "linkify": False, "typographer": False, "breaks": breaks}
+    md = MarkdownIt("commonmark", options)
     md.validateLink = _is_safe_url
     md.enable("table")
     # With html off these rules only ever answer "not HTML" (the text stays text), but
@@ -46,6 +50,7 @@ def _build() -> MarkdownIt:
 
 
 _md = _build()
+_user_md = _build(breaks=True)
 
 _REMEMBERED_CHARS = 32_768
 """Replies up to this long are remembered once rendered (at most 256 of them, so at most
@@ -65,3 +70,16 @@ def render_markdown(text: str) -> str:
     if len(text) > _REMEMBERED_CHARS:
         return _md.render(text)
     return _render_remembered(text)
+
+
+@lru_cache(maxsize=256)
+def _render_user_remembered(text: str) -> str:
+    return _user_md.render(text)
+
+
+def render_user_markdown(text: str) -> str:
+    """Safe HTML for a person's message: as ``render_markdown``, line breaks kept."""
+    text = text or ""
+    if len(text) > _REMEMBERED_CHARS:
+        return _user_md.render(text)
+    return _render_user_remembered(text)

@@ -19,6 +19,7 @@ urlpatterns = [
         {"extension": "json"},
         name="export-json",
     ),
+    path("runs/<int:run_id>/message/", views.user_message_fragment, name="user-message"),
     path(
         "runs/<int:run_id>/calls/<str:call_id>/result/",
         views.tool_result_download,

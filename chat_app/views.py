@@ -19,14 +19,15 @@ from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
 from chat_app.export import conversation_export_name, conversation_json, conversation_markdown
-from chat_app.markdown import render_markdown
+from chat_app.markdown import render_markdown, render_user_markdown
 from chat_app.message_files import split_attached
-from chat_app.models import Conversation
+from chat_app.models import Conversation, Run
 from chat_app.selectors import (
     conversation_by_public_id,
     conversation_transcript,
     model_choices,
     run_explain_groups,
+    run_get,
     tool_result_path,
 )
 from chat_app.services import run_expire_orphans
@@ -39,6 +40,7 @@ __all__ = [
     "conversation_page",
     "favicon",
     "tool_result_download",
+    "user_message_fragment",
 ]
 
 
@@ -67,6 +69,27 @@ _STOPPED_TAIL = "\nOutput so far:\n"
 def _stopped_tail(preview: str) -> str:
     # As chat-transcript.js does for a live card: everything after the first marker.
     return preview.split(_STOPPED_TAIL, 1)[1] if _STOPPED_TAIL in preview else ""
+
+
+def _with_user_message(run: Run) -> Run:
+    """The run with its person's message as _user_message.html shows it: the text as
+    Markdown (the same safe renderer as replies) and the attached files as chips."""
+    user_text = next((m.text for m in run.messages.all() if m.role == "user"), "")
+    run.user_text, run.user_files = split_attached(user_text)
+    run.user_html = render_user_markdown(run.user_text)
+    return run
+
+
+@require_GET
+def user_message_fragment(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A run's message as the page renders it (Markdown, file chips, the time it was
+    sent), for the owner only: the live page swaps it in for the plain text a turn's
+    ``user_message`` event carries, so live and reloaded messages are the same."""
+    try:
+        run = run_get(owner=request.user, run_id=run_id)
+    except NotFoundError as exc:
+        raise Http404(exc.message) from exc
+    return render(request, "chat_app/_user_message.html", {"run": _with_user_message(run)})
 
 
 @require_GET
@@ -101,8 +124,7 @@ def conversation_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
         replies = [m for m in run.messages.all() if m.role == "assistant"]
         run.reply_html = render_markdown(replies[-1].text) if replies else ""
         run.not_offered = run_explain_groups(run=run)
-        user_text = next((m.text for m in run.messages.all() if m.role == "user"), "")
-        run.user_text, run.user_files = split_attached(user_text)
+        _with_user_message(run)
         for call in run.tool_calls.all():
             call.arguments_json = json.dumps(call.arguments, indent=2, ensure_ascii=False)
             call.stopped_tail = (

@@ -72,7 +72,8 @@
   }
   // A sent message's whole text, its file list included, from its bubble.
   function messageText(bubble) {
-    const text = bubble.querySelector(".user-text").textContent;
+    const own = bubble.querySelector(".user-text");
+    const text = own.dataset.text ?? own.textContent;
     const files = [...bubble.querySelectorAll(".file-chip")].map((c) => ({ path: c.dataset.path, size: c.dataset.size }));
     if (!files.length) return text;
     return `${text}\n\n${attachedText(files)}`;
@@ -85,15 +86,21 @@
     node.title = date.toLocaleString();
   }
 
-  function userMessage(fullText, at) {
+  // A message from its event, as plain text (inert) until the server's rendering of it
+  // (Markdown, the time it was sent) replaces it: see loadUserMessage. `sentNow`: this is
+  // the live event, so the message was sent just now; a caught-up one waits for its time.
+  function userMessage(fullText, sentNow) {
     const msg = el("div", "msg user");
+    msg.dataset.pending = "true";
     const actions = el("div", "msg-actions");
     const time = el("time", "msg-time");
-    timeOf(time, at ? new Date(at) : new Date());
+    if (sentNow) timeOf(time, new Date());
     actions.append(time, actionButton("copy", "Copy message", "Copy"), actionButton("edit", "Edit and resend", "Edit"));
     const [text, files] = splitAttached(fullText);
     const bubble = el("div", "bubble");
-    bubble.append(el("span", "user-text", text));
+    const own = el("div", "user-text", text);
+    own.dataset.text = text;
+    bubble.append(own);
     if (files.length) {
       const chips = el("ul", "file-chips");
       chips.setAttribute("aria-label", "Attached files");
@@ -108,6 +115,28 @@
     }
     msg.append(bubble, actions);
     return msg;
+  }
+
+  // The server's rendering of a run's message (chat_app/_user_message.html, the same safe
+  // Markdown renderer as replies, owner only) in place of the plain text from its event.
+  async function loadUserMessage(block) {
+    for (const wait of [0, 300, 1000, 3000]) {
+      if (wait) await new Promise((resolve) => { window.setTimeout(resolve, wait); });
+      let response;
+      try {
+        response = await fetch(`/runs/${encodeURIComponent(block.dataset.runId)}/message/`, { credentials: "same-origin" });
+      } catch { continue; }
+      if (response.status === 404) continue; // not yet readable: ask again
+      if (!response.ok) return;
+      const template = document.createElement("template");
+      template.innerHTML = (await response.text()).trim(); // sanitised server-side
+      const rendered = template.content.firstElementChild;
+      const current = block.querySelector(":scope > .msg.user[data-pending]");
+      if (!rendered || !current) return;
+      rendered.querySelectorAll("time.msg-time").forEach((t) => timeOf(t, new Date(t.dateTime)));
+      current.replaceWith(rendered);
+      return;
+    }
   }
 
   // Keyboard on a prompt: Enter approves (or answers), Escape denies.
@@ -125,6 +154,7 @@
   function createChatTranscript({ root, send, onRunning, onTitle, onUserMessage }) {
     // Follow the stream only while the reader is at the bottom (not while scrolled up to read).
     let stick = true;
+    let catchingUp = false; // events from a catch-up, not as they happen
     root.addEventListener("scroll", () => {
       stick = root.scrollHeight - root.scrollTop - root.clientHeight < 80;
     }, { passive: true });
@@ -374,7 +404,10 @@
       block.dataset.lastSeq = String(event.seq);
       switch (event.type) {
         case "user_message":
-          if (!block.querySelector(".msg.user")) block.prepend(userMessage(event.text));
+          if (!block.querySelector(".msg.user")) {
+            block.prepend(userMessage(event.text, !catchingUp));
+            loadUserMessage(block);
+          }
           if (event.replaces) markSuperseded(event.replaces, block);
           if (event.title) onTitle(event.title);
           setRunning(true);
@@ -505,9 +538,12 @@
       // Server-rendered (no seq yet): a finished run is complete; a running one is rebuilt.
       if (existing && !existing.dataset.lastSeq) {
         if (existing.dataset.status !== "running") { setRunning(false); return; }
-        existing.replaceChildren();
+        // The message as the server rendered it (Markdown, its time) stays; the rest is rebuilt.
+        const sent = existing.querySelector(":scope > .msg.user");
+        existing.replaceChildren(...(sent ? [sent] : []));
       }
-      message.events.forEach(apply);
+      catchingUp = true;
+      try { message.events.forEach(apply); } finally { catchingUp = false; }
       setRunning(message.status === "running");
     }
 
