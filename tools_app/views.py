@@ -126,7 +126,8 @@ def _catalog_context(request: HttpRequest) -> dict[str, Any]:
 
 @require_GET
 def programs_page(request: HttpRequest) -> HttpResponse:
-    selected = _selected(request, request.GET.get("profile"))
+    asked = request.GET.get("profile", "")
+    selected = _selected(request, asked)
     toolsets = sorted({ts for row in selectors.tool_list() for ts in row.toolsets})
     context = {
         **_area_context(request.user, selected),
@@ -136,6 +137,9 @@ def programs_page(request: HttpRequest) -> HttpResponse:
         "states": _STATES,
         "notices": server_notices(),
         "workspace_usage": user_workspace_usage(request.user.pk),
+        # A link to a profile this user has none of (gone, mistyped, or someone else's:
+        # names are per user) says so and shows their own selected profile instead.
+        "profile_missing": asked if asked and asked != selected else "",
     }
     return render(request, "tools_app/programs.html", context)
 
