@@ -1,6 +1,7 @@
 """The Usage page in Chromium at 1280x800 and 390x844 against the real daphne server: after
 a turn of the offline model, its tables fit the window (the page never scrolls sideways)
-and the cost of every row is on screen, labelled, at both sizes."""
+and the cost of every row is on screen, labelled, at both sizes; the top bar takes two
+rows at most, none of its items wrapped."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def test_the_usage_page_fits_a_phone_and_shows_the_cost(server, sized_page):
         "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     )
     assert fits[0] <= fits[1] == width, fits
+    # The top bar: two rows on a phone (sections; theme, account, log out), none wrapped.
+    assert page.locator(".topbar").bounding_box()["height"] <= 80
+    for item in page.locator(".topbar .who > *").all():
+        assert item.bounding_box()["height"] <= 32, item.inner_text()
     for table in ("usage-by-model", "usage-by-day"):
         costs = page.locator(f"[data-testid={table}] tbody td[data-testid=cost]")
         assert costs.count() >= 1, table
