@@ -1,9 +1,9 @@
 """Refresh docs/screenshots: chat, Programs and settings at 1280x800 and 390x844.
 
 ``python -m tools.screenshots`` (or ``make screenshots``) starts a private daphne
-server with its own data directory, signs in a demo user, runs one chat turn with
-a tool call against the offline model, and saves full-window PNGs taken by Debian's
-Chromium through Playwright:
+server with its own data directory, signs in a demo user, runs two chat turns
+against the offline model (a message in Markdown, then a tool call that folds to one
+line), and saves full-window PNGs taken by Debian's Chromium through Playwright:
 
     docs/screenshots/{chat,programs,settings}-{1280,390}.png
 """
@@ -36,9 +36,12 @@ def _shoot(browser, server, label: str, size: dict[str, int]) -> list[Path]:
     try:
         login(page, server, "alice")
         open_new_conversation(page, server)
-        page.fill("#composer-text", "/list_dir path=.")
-        page.press("#composer-text", "Enter")
-        page.wait_for_selector(".run:last-child[data-status=completed]", timeout=60_000)
+        # A message in Markdown, then a tool call that finishes and folds to one line.
+        for text in ("What is in my **workspace**?\nStart with `list_dir`.", "/list_dir path=."):
+            page.fill("#composer-text", text)
+            page.press("#composer-text", "Enter")
+            page.wait_for_selector(".run:last-child[data-status=completed]", timeout=60_000)
+            page.wait_for_selector(".run:last-child .msg.user:not([data-pending])")
         page.fill("#composer-text", "What can you do with the files in my workspace?")
         save("chat")
 
