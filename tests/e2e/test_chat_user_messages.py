@@ -1,7 +1,7 @@
 """A person's own messages, in Chromium at 1280x800 and 390x844 against the real daphne
 server (offline model): shown as Markdown by the same safe renderer as replies, live and
 after a reload (raw HTML stays inert text), and with the time they were sent on hover and
-focus, also in a tab that opens while the reply is still running."""
+focus, also in a tab that opens, or reconnects, while the reply is still running."""
 
 from __future__ import annotations
 
@@ -145,4 +145,42 @@ def test_a_tab_opened_while_the_reply_runs_shows_when_the_message_was_sent(serve
     # The time is still the one the message was sent at, in both tabs.
     expect(_message(other).locator("time.msg-time")).to_have_attribute("datetime", sent_at)
     expect(_message(page).locator("time.msg-time")).to_have_attribute("datetime", sent_at)
+    other.close()
+
+
+def test_a_tab_that_reconnects_mid_turn_shows_when_the_message_was_sent(server, sized_page):
+    page = sized_page
+    login(page, server, "alice")
+    url = open_new_conversation(page, server)
+    # A second tab whose socket the test cuts, as a dropped network would: while `cut`
+    # holds, every connection it opens is closed at once, so it misses the live events.
+    other = page.context.new_page()
+    cut, sockets = {"on": False}, []
+
+    def route(ws):
+        if cut["on"]:
+            ws.close(code=4000, reason="cut by the test")
+            return
+        ws.connect_to_server()
+        sockets.append(ws)
+
+    other.route_web_socket(re.compile(r".*/ws/chat/.*"), route)
+    other.goto(url)
+    other.wait_for_selector("#connection[data-state=open]")
+    cut["on"] = True
+    sockets[-1].close(code=4000, reason="cut by the test")
+    other.wait_for_selector("#connection[data-state=reconnecting]")
+    _send(page, "/bash sleep 30")
+    page.locator(".tool-card[data-status=awaiting_approval] button.approve").click()
+    page.wait_for_selector(".tool-card[data-status=running]")
+    sent_at = _message(page).locator("time.msg-time").get_attribute("datetime")
+    page.wait_for_timeout(1500)  # a tab that made up the time would be seconds late
+    assert other.locator(".run").count() == 0  # it saw nothing of the turn
+    cut["on"] = False  # the next reconnect gets through: the run comes by catch-up
+    other.wait_for_selector(".run[data-status=running] .tool-card[data-status=running]")
+    message = _message(other)
+    expect(message.locator("time.msg-time")).to_have_attribute("datetime", sent_at)
+    assert message.locator("time.msg-time").inner_text()
+    page.click("#stop")
+    other.wait_for_selector(".run[data-status=stopped]", timeout=20_000)
     other.close()
