@@ -109,9 +109,11 @@ $(EVERYTHING_JS): tests/mcp_everything/package.json tests/mcp_everything/package
 	cd $(TOOLS)/everything && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# docs/screenshots/{chat,programs,settings}-{1280,390}.png from a private server (tools/screenshots.py).
+# docs/screenshots/{chat,programs,settings}-{1280,390}.png from a private server (tools/screenshots.py),
+# then composer.png, approval.png and tool-card.png from the composer's browser tests.
 screenshots: install-test system-deps
 	$(BIN)/python -m tools.screenshots
+	OPENPROGRAM_SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(BIN)/pytest -p no:cacheprovider -q tests/e2e/test_chat_composer.py
 
 # The shell sandbox: without bubblewrap, `bash` is simply not offered (never unconfined).
 sandbox-deps:

@@ -20,6 +20,11 @@ class Command(BaseCommand):
         self.stdout.write(f"\nServing on http://{host}:{port}/  (Ctrl-C stops)\n")
         sys.stdout.flush()
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_site.settings")
+        # The served process reads its allowed hosts and exact origins (CSRF, sockets) from
+        # HOST and PORT: the ones given here, or a chat page served on --port 9000 would
+        # have every socket refused as a foreign origin.
+        os.environ["HOST"] = host
+        os.environ["PORT"] = str(port)
         # X-Forwarded-For is believed only when a proxy is known to set it.
         proxy = ["--proxy-headers"] if settings.TRUST_PROXY_HEADERS else []
         # `python -m daphne`: the interpreter's own daphne, wherever its scripts were installed.

@@ -1,5 +1,7 @@
 """`manage.py serve` (what `make run` calls): migrate, print a link, serve, stop on Ctrl-C."""
 
+import asyncio
+import contextlib
 import http.cookiejar
 import re
 import signal
@@ -8,6 +10,10 @@ import sys
 import urllib.error
 import urllib.request
 
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from openprogram_site.origins import CLOSE_FOREIGN_ORIGIN
 from tests.servers import ROOT, free_port, wait_for_http
 
 
@@ -49,3 +55,43 @@ def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) is not None
     assert proc.returncode in (0, -signal.SIGINT)
+
+
+async def _socket_close_code(*, port: int, origin: str, cookie: str) -> int | None:
+    url = f"ws://127.0.0.1:{port}/ws/chat/nosuchconversation/"
+    async with connect(url, origin=origin, additional_headers={"Cookie": cookie}) as socket:
+        with contextlib.suppress(ConnectionClosed):
+            await asyncio.wait_for(socket.recv(), timeout=15)
+        return socket.close_code
+
+
+def test_serve_on_another_port_without_port_in_the_environment_accepts_its_own_pages(tmp_path):
+    """`serve --port N` alone: the page's own origin (that port) is the exact origin."""
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        link = _read_link(proc)
+        wait_for_http(f"http://127.0.0.1:{port}/healthz", proc=proc)
+        jar = http.cookiejar.CookieJar()
+        urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar)).open(link).close()
+        cookie = "; ".join(f"{c.name}={c.value}" for c in jar)
+        own = asyncio.run(
+            _socket_close_code(port=port, origin=f"http://127.0.0.1:{port}", cookie=cookie)
+        )
+        foreign = asyncio.run(
+            _socket_close_code(port=port, origin="http://127.0.0.1:8000", cookie=cookie)
+        )
+        assert own != CLOSE_FOREIGN_ORIGIN, "the page's own origin was refused"
+        assert own == 4404  # past the origin and login checks: no such conversation
+        assert foreign == CLOSE_FOREIGN_ORIGIN
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=15)
