@@ -8,8 +8,12 @@ round) so load on a shared machine hits every column alike, median of each:
   the server's own user;
 - **limits**: through ``confine`` with the cgroup left out — ``prlimit``, the ``/tmp``
   report and, when the server is root, the workspace mount and ``setpriv``;
-- **cgroup**: ``confine`` as shipped, with the call's own cgroup made, joined, read and
-  removed.
+- **cgroup**: ``confine`` on the direct path, with the call's own cgroup made, joined,
+  read and removed (what every call paid before the pool, and still pays when none is parked);
+- **pooled**: ``confine`` as shipped: a launcher parked by the pool
+  (``sandbox_pool.py``), already in a fresh cgroup, is given the argv; its cgroup is read and
+  removed after. Before each pooled sample the bench waits (untimed) until one is parked,
+  so every sample is pooled; the refill runs in the background while the other columns run.
 
 Then the cgroup path piece by piece (make + limits, the join's two ``cgroup.procs`` writes
 against the same shell without them, removal after a real call), the whole ``bash`` tool
@@ -39,6 +43,7 @@ from openprogram.security import confinement, workspace_quota
 from openprogram.security.cgroups import CallCgroup, cgroup_support
 from openprogram.security.sandbox import sandbox_argv, sandbox_problem
 from openprogram.security.sandbox_limits import SandboxLimits
+from openprogram.security.sandbox_pool import sandbox_pool
 from openprogram.security.sandbox_user import sandbox_user
 
 __all__ = ["main"]
@@ -61,15 +66,28 @@ def _no_cgroup():
 
 
 async def _confined(
-    command: list[str], workspace: Path, *, cgroup: bool, removal: list[float] | None = None
+    command: list[str],
+    workspace: Path,
+    *,
+    cgroup: bool,
+    removal: list[float] | None = None,
+    pooled: bool = False,
 ) -> None:
     """One call as ``bash`` makes it: confine, spawn, read what it hit, clean up."""
     with patch.object(confinement, "cgroup_support", cgroup_support if cgroup else _no_cgroup):
         confined = confinement.confine(
-            command, workspace=workspace, limits=SandboxLimits(), report_tmp=True
+            command, workspace=workspace, limits=SandboxLimits(), report_tmp=True, pooled=pooled
         )
     try:
-        await _spawn(confined.argv, str(workspace), confined.pass_fds)
+        if pooled:
+            if confined.launcher is None:
+                raise RuntimeError("bench: no launcher was parked")
+            os.close(confined.launcher.hand_over("output"))
+            await confined.launcher.start(
+                confined.argv, cwd=str(workspace), env=dict(os.environ)
+            ).wait()
+        else:
+            await _spawn(confined.argv, str(workspace), confined.pass_fds)
         confined.spawned()
         confined.outcome(0)
     finally:
@@ -84,9 +102,10 @@ async def _interleaved_ms(
     rounds: int = _ROUNDS,
     *,
     spacing: float = 0.0,
+    before: dict[str, Callable[[], Awaitable[None]]] | None = None,
 ) -> dict[str, float]:
     """Median wall time (ms) of each coroutine factory, one of each per round, rotating;
-    ``spacing`` seconds of rest before each sample."""
+    ``spacing`` seconds of rest before each sample, ``before[name]`` awaited untimed."""
     names = list(columns)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for round_ in range(rounds):
@@ -94,6 +113,8 @@ async def _interleaved_ms(
         for name in names[shift:] + names[:shift]:
             if spacing:
                 await asyncio.sleep(spacing)
+            if before and name in before:
+                await before[name]()
             started = time.perf_counter()
             await columns[name]()
             samples[name].append(time.perf_counter() - started)
@@ -114,15 +135,20 @@ async def _process_rows(workspace: Path) -> tuple[list[list[object]], list[float
         "limits": lambda: _confined(argv, workspace, cgroup=False),
     }
     support = cgroup_support()
+    before: dict[str, Callable[[], Awaitable[None]]] = {}
     if support.version is not None:
         columns["cgroup"] = lambda: _confined(argv, workspace, cgroup=True, removal=removal)
-    medians = await _interleaved_ms(columns)
+        columns["pooled"] = lambda: _confined(argv, workspace, cgroup=True, pooled=True)
+        pool = sandbox_pool()
+        before["pooled"] = lambda: asyncio.to_thread(pool.wait_ready, SandboxLimits(), 60)
+    medians = await _interleaved_ms(columns, before=before)
     bare = medians["bare"]
     labels = {
         "bare": "bare `bash -c true`",
         "bwrap": "bwrap only (namespaces, mounts; the server's uid)",
         "limits": "+ limits, no cgroup (prlimit, /tmp report; as root: mount + setpriv)",
-        "cgroup": f"+ the call's cgroup ({support.version}): as shipped",
+        "cgroup": f"+ the call's cgroup ({support.version}), made and joined on the call's path",
+        "pooled": f"+ the call's cgroup ({support.version}), a parked launcher: as shipped",
     }
     rows: list[list[object]] = [
         [labels[name], f"{value:.1f}", ratio(value, bare), f"+{value - bare:.1f}"]
@@ -194,10 +220,14 @@ async def _tool_row(workspace: Path) -> list[object]:
             await call()
 
     current_turn.set(TurnContext(user_id="bench", workspace=workspace, approval_hook=approve))
-    medians = await _interleaved_ms({"bare": call_unconfined, "shipped": call})
+    pool = sandbox_pool()
+    medians = await _interleaved_ms(
+        {"bare": call_unconfined, "shipped": call},
+        before={"shipped": lambda: asyncio.to_thread(pool.wait_ready, SandboxLimits(), 60)},
+    )
     bare, shipped = medians["bare"], medians["shipped"]
     return [
-        "`bash` tool call `true` (approved, quota measured), as shipped vs no sandbox",
+        "`bash` tool call `true` (approved, quota measured), as shipped (pooled) vs no sandbox",
         f"{bare:.1f} → {shipped:.1f}",
         ratio(shipped, bare),
         f"+{shipped - bare:.1f}",

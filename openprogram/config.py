@@ -46,6 +46,8 @@ class Config:
     sandbox_gid: int = 65534
     """Who sandboxed processes are on the host when the server runs as root (else the
     server's own user): never root."""
+    sandbox_pool: int = 1
+    """Launchers kept parked in a fresh cgroup (security/sandbox_pool.py); 0: none."""
 
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
@@ -94,6 +96,7 @@ def configure(
     workspace_quota_bytes: int = 2 * 1024**3,
     sandbox_uid: int = 65534,
     sandbox_gid: int = 65534,
+    sandbox_pool: int = 1,
 ) -> Config:
     global _config
     home_path = Path(home).expanduser().resolve()
@@ -115,6 +118,7 @@ def configure(
         workspace_quota_bytes=workspace_quota_bytes,
         sandbox_uid=sandbox_uid,
         sandbox_gid=sandbox_gid,
+        sandbox_pool=sandbox_pool,
     )
     return _config
 

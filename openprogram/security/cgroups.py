@@ -20,7 +20,8 @@ Contract, step by step:
    *before* anything runs in it. The process joins it itself (:meth:`CallCgroup.join_prefix`,
    a ``/bin/sh`` that writes its own pid to each ``cgroup.procs`` and then ``exec``\\ s
    the rest), while it is still root, so every process it starts is counted from the
-   first ``fork``.
+   first ``fork``. A parked launcher (:mod:`openprogram.security.sandbox_pool`) is moved in
+   ahead of its call instead (:meth:`CallCgroup.move`), off the call's path.
 3. After the call, :meth:`CallCgroup.counters` reads how often the memory limit killed a
    process and how often a ``fork`` was refused, and :meth:`CallCgroup.remove` waits for
    the cgroup to empty (its last process may still be exiting: pauses from 0.2 ms,
@@ -209,6 +210,21 @@ class CallCgroup:
         """``/bin/sh -c ...`` that moves itself into the call's cgroup(s), then execs the rest."""
         procs = [str(directory / "cgroup.procs") for directory in self.directories]
         return ["/bin/sh", "-c", _JOIN, "sh", str(len(procs)), *procs]
+
+    def move(self, pid: int) -> None:
+        """Write ``pid`` to each ``cgroup.procs`` (the parked launchers' join, off the call's path)."""
+        for directory in self.directories:
+            _write(directory / "cgroup.procs", str(pid))
+
+    def holds(self, pid: int) -> bool:
+        """Whether ``pid`` is listed in every one of the call's ``cgroup.procs``."""
+        try:
+            return all(
+                str(pid) in (directory / "cgroup.procs").read_text().split()
+                for directory in self.directories
+            )
+        except OSError:
+            return False
 
     def counters(self) -> tuple[int, int]:
         """``(processes killed for memory, forks refused at pids.max)`` so far."""

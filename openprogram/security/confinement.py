@@ -3,7 +3,9 @@
 The argv :func:`confine` builds runs, in this order (each step ``exec``\\ s the next):
 
 1. ``/bin/sh`` joining the call's cgroup (:mod:`openprogram.security.cgroups`), when the
-   host has one — while still root, when the server is;
+   host has one — while still root, when the server is. With ``pooled`` and a launcher
+   parked (:mod:`openprogram.security.sandbox_pool`) this step is gone: the launcher is
+   already in a fresh cgroup of its own and ``exec``\\ s the rest, from step 2, unchanged;
 2. ``prlimit`` with the per-process limits (:mod:`openprogram.security.sandbox_limits`);
 3. when the server is root: ``unshare --mount`` and ``mount --bind`` of the workspace
    on a fixed path the sandbox user can reach (only in this call's mount namespace), then
@@ -39,6 +41,7 @@ from openprogram.security.sandbox_limits import (
     limit_sentence,
     prlimit_prefix,
 )
+from openprogram.security.sandbox_pool import Launcher, sandbox_pool
 from openprogram.security.sandbox_user import (
     SandboxUser,
     sandbox_user,
@@ -74,6 +77,8 @@ class Confined:
     limits: SandboxLimits
     cgroup: CallCgroup | None = None
     pass_fds: tuple[int, ...] = ()
+    launcher: Launcher | None = None
+    """A parked launcher to start ``argv`` with (``launcher.start``), or None: spawn ``argv``."""
     _report_read: int | None = field(default=None, repr=False)
 
     def spawned(self) -> None:
@@ -107,6 +112,9 @@ class Confined:
     def close(self) -> None:
         """Release the pipe and remove the call's cgroup (waits briefly for it to empty)."""
         self.spawned()
+        if self.launcher is not None and not self.launcher.started:
+            self.launcher.discard()  # never started: it exits on EOF, running nothing
+        self.launcher = None
         if self._report_read is not None:
             os.close(self._report_read)
             self._report_read = None
@@ -125,14 +133,48 @@ def confine(
     report_tmp: bool = False,
     user: SandboxUser | None = None,
     read_only: Sequence[tuple[str, str]] = (),
+    pooled: bool = False,
 ) -> Confined:
     """Everything needed to run ``command`` confined to ``workspace`` within ``limits``.
 
     ``user`` defaults to the configured sandbox user (:mod:`openprogram.security.sandbox_user`);
     when the server is root the workspace is handed over to it first. ``read_only``:
-    ``(source, path)`` pairs bound read-only besides the system's directories. Blocking file-system
-    work (the hand-over walk, the cgroup): call it off the event loop.
+    ``(source, path)`` pairs bound read-only besides the system's directories. ``pooled``: take a
+    parked launcher already in a fresh cgroup when one is ready (:mod:`~openprogram.security.
+    sandbox_pool`; the caller then starts it with ``Confined.launcher.start``), else the direct
+    path. Blocking file-system work (the hand-over walk, the cgroup): call it off the event loop.
     """
+    launcher = sandbox_pool().take(limits) if pooled else None
+    try:
+        return _confine(
+            command,
+            workspace=workspace,
+            limits=limits,
+            network=network,
+            bwrap=bwrap,
+            report_tmp=report_tmp,
+            user=user,
+            read_only=read_only,
+            launcher=launcher,
+        )
+    except BaseException:
+        if launcher is not None:
+            launcher.discard()
+        raise
+
+
+def _confine(
+    command: Sequence[str],
+    *,
+    workspace: Path,
+    limits: SandboxLimits,
+    network: bool,
+    bwrap: str,
+    report_tmp: bool,
+    user: SandboxUser | None,
+    read_only: Sequence[tuple[str, str]],
+    launcher: Launcher | None,
+) -> Confined:
     config = get_config()
     if user is None:
         user = sandbox_user(uid=config.sandbox_uid, gid=config.sandbox_gid)
@@ -145,8 +187,11 @@ def confine(
     if report_tmp:
         if len(inner) != 3 or inner[1] != "-c":
             raise ValueError("report_tmp needs a shell command: [shell, '-c', script]")
-        report_read, report_write = os.pipe()
-        pass_fds = (*pass_fds, report_write)
+        if launcher is not None:  # its report pipe is already open in the launcher
+            report_write = launcher.report_fd
+        else:
+            report_read, report_write = os.pipe()
+            pass_fds = (*pass_fds, report_write)
         inner[2] = _TMP_REPORT.format(fd=report_write) + inner[2]
     reachable = (
         [(_reachable(index, source), path) for index, (source, path) in enumerate(read_only)]
@@ -163,8 +208,13 @@ def confine(
         workspace_source=_WORKSPACE_MOUNT if user.switch else None,
         read_only=reachable,
     )
-    cgroup = _call_cgroup(limits)
-    prefix = cgroup.join_prefix() if cgroup is not None else []
+    if launcher is not None:  # already in the call's fresh cgroup: no join on the call's path
+        cgroup: CallCgroup | None = launcher.cgroup
+        prefix: list[str] = []
+        report_read = launcher.hand_over("report")
+    else:
+        cgroup = _call_cgroup(limits)
+        prefix = cgroup.join_prefix() if cgroup is not None else []
     # The cgroup is joined while still root; the switch to the sandbox user comes after.
     return Confined(
         argv=[
@@ -177,6 +227,7 @@ def confine(
         limits=limits,
         cgroup=cgroup,
         pass_fds=pass_fds,
+        launcher=launcher,
         _report_read=report_read,
     )
 

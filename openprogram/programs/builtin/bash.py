@@ -234,6 +234,7 @@ async def bash(
         network=config.sandbox_network,
         bwrap=config.bwrap,
         report_tmp=True,
+        pooled=True,
     )
     try:
         exit_code, text = await _run_confined(confined, workspace, on_update)
@@ -254,6 +255,18 @@ async def _run_confined(
     confined: Confined, workspace: str, on_update: Callable[[str], Any] | None
 ) -> tuple[int, str]:
     """Spawn ``confined``, stream its output, stop what it leaves: (exit code, output)."""
+    if confined.launcher is not None:
+        # Parked by the pool's long-lived thread, already in the call's fresh cgroup, with
+        # the same stdin, output pipe and session as below; it starts when given the argv.
+        read_fd = confined.launcher.hand_over("output")
+        try:
+            process: Any = confined.launcher.start(
+                confined.argv, cwd=workspace, env=scrubbed_environment(workspace)
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        return await _stream(process, read_fd, on_update)
     # Our own pipe, not asyncio's: Process.wait() would otherwise also wait for every
     # holder of the pipe (a background job) to exit, and the job would outlive us.
     read_fd, write_fd = os.pipe()
@@ -276,6 +289,13 @@ async def _run_confined(
     finally:
         os.close(write_fd)
         confined.spawned()
+    return await _stream(process, read_fd, on_update)
+
+
+async def _stream(
+    process: Any, read_fd: int, on_update: Callable[[str], Any] | None
+) -> tuple[int, str]:
+    """Pump the output from ``read_fd`` until ``process`` ends; stop what it leaves behind."""
     output = _CappedOutput()
     reader: asyncio.Future[None] | None = None
     transport: asyncio.BaseTransport | None = None

@@ -1,11 +1,14 @@
 """Each sandbox limit, hit for real by an approved `bash`, and the sentence it leaves.
 
 Small limits (64 MiB memory, 2 s CPU, 32 processes, 8 MiB files, 4 MiB /tmp) so each
-test hits its limit in about a second; the sentences name the configured values.
+test hits its limit in about a second; the sentences name the configured values. Every
+test runs twice: through a parked launcher of the pool (``sandbox_pool.py``: each call
+checked to have started from one) and on the direct path (the pool off).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from openprogram.programs.builtin.bash import bash
 from openprogram.security.cgroups import cgroup_support
 from openprogram.security.sandbox import sandbox_problem
 from openprogram.security.sandbox_limits import SandboxLimits
+from openprogram.security.sandbox_pool import sandbox_pool
 
 pytestmark = pytest.mark.skipif(
     sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"
@@ -32,10 +36,15 @@ LIMITS = SandboxLimits(
 )
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Path]:
+_POOLED = {"on": False}
+_PATHS = ["pooled", "direct"] if cgroup_support().version is not None else ["direct"]
+
+
+@pytest.fixture(params=_PATHS)
+def workspace(tmp_path: Path, request) -> Iterator[Path]:
     previous = config.get_config()
-    config.configure(home=tmp_path, sandbox_limits=LIMITS)
+    _POOLED["on"] = request.param == "pooled"
+    config.configure(home=tmp_path, sandbox_limits=LIMITS, sandbox_pool=int(_POOLED["on"]))
 
     async def approve(_request):
         return ApprovalDecision(approved=True)
@@ -53,8 +62,13 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
 
 
 async def _run(command: str):
+    pool = sandbox_pool()
+    if _POOLED["on"]:
+        assert await asyncio.to_thread(pool.wait_ready, LIMITS, 60), "no launcher parked"
+    taken = pool.taken
     result = await bash._agent_tool.execute("c1", {"command": command})
     assert not result.is_error, result.content
+    assert pool.taken == taken + _POOLED["on"]  # it started from a parked launcher, or not
     return result
 
 
@@ -139,9 +153,24 @@ async def test_the_limits_apply_inside_the_sandbox(workspace):
 
 @needs_cgroup
 async def test_each_call_gets_its_own_cgroup_and_it_is_removed_after(workspace):
-    before = set(_sandbox_cgroups())
+    pool = sandbox_pool()
+
+    def parked() -> set[Path]:  # the pool's launchers wait in fresh cgroups of their own
+        return {d for launcher in pool.parked() for d in launcher.cgroup.directories}
+
+    if _POOLED["on"]:
+        assert await asyncio.to_thread(pool.wait_ready, LIMITS, 60)
+    before, used = set(_sandbox_cgroups()), parked()
     result = await _run("cat /proc/self/cgroup")
-    assert set(_sandbox_cgroups()) == before
+    if _POOLED["on"]:
+        assert await asyncio.to_thread(pool.wait_ready, LIMITS, 60)
+    after = set(_sandbox_cgroups())
+    if _POOLED["on"]:
+        assert used and not used & after  # the call's cgroup (its launcher's) went
+        assert after - parked() == before - used  # nothing else was left
+        assert not parked() & before  # the next call's is a new one: never reused
+    else:
+        assert not after - before  # (a launcher parked by a pooled test may retire meanwhile)
     lines = [line for line in result.content.splitlines() if ":memory:" in line or ":pids:" in line]
     if cgroup_support().version == "v1":
         # The sandbox's cgroup namespace shows its own cgroup as the root.
