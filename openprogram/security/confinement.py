@@ -112,15 +112,17 @@ class Confined:
     def close(self) -> None:
         """Release the pipe and remove the call's cgroup (waits briefly for it to empty)."""
         self.spawned()
-        if self.launcher is not None and not self.launcher.started:
-            self.launcher.discard()  # never started: it exits on EOF, running nothing
-        self.launcher = None
+        launcher, self.launcher = self.launcher, None
+        if launcher is not None and not launcher.started:
+            launcher.discard()  # never started: it exits on EOF, running nothing
         if self._report_read is not None:
             os.close(self._report_read)
             self._report_read = None
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if launcher is not None:
+            launcher.finished()
 
 
 def confine(
@@ -160,6 +162,7 @@ def confine(
     except BaseException:
         if launcher is not None:
             launcher.discard()
+            launcher.finished()
         raise
 
 

@@ -15,7 +15,8 @@ Contract, step by step:
    a private argv pipe and the write end of the ``/tmp`` report pipe), then writes its pid
    to the cgroup's ``cgroup.procs`` and checks that it is listed there. The thread lives as
    long as the process: ``bwrap --die-with-parent`` follows the thread that forked it.
-2. The launcher blocks reading one JSON object ``{"argv", "cwd", "env"}`` from the argv pipe
+2. The launcher writes one byte to its stdout once started (read by the pool before it
+   parks it: a call never waits for a Python start-up), then blocks reading one JSON object ``{"argv", "cwd", "env"}`` from the argv pipe
    until EOF. On a complete object it restores ``SIGPIPE``/``SIGXFSZ`` to their defaults (as
    ``subprocess`` does), ``chdir``\\ s and ``execvpe``\\ s exactly what the direct path would
    spawn, with the same working directory and environment. On EOF with nothing, or
@@ -26,6 +27,10 @@ Contract, step by step:
    (``cgroup_sweep``: they are named for the dead server's pid like any call's).
 4. :meth:`LauncherPool.take` hands a launcher to exactly one call, which owns its cgroup
    from then on and removes it after (``Confined.close``): a cgroup never holds two calls.
+   The next launcher is made once that call is over (:meth:`Launcher.finished`) and
+   :data:`_SETTLE_S` have passed: making one
+   during a call (a Python start-up, and a ``cgroup.procs`` write that holds up every
+   ``fork`` on the host for a grace period) slowed the call down.
    A launcher parked for other limits, or one that died, is never used. No launcher
    parked (concurrent calls), no cgroup here, no ``pidfd_open``, or ``sandbox_pool`` 0:
    ``None``, and the call takes the direct path unchanged.
@@ -40,9 +45,11 @@ import atexit
 import json
 import logging
 import os
+import select
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 from openprogram.security.cgroups import CallCgroup, CgroupSupport, cgroup_support
@@ -55,6 +62,7 @@ logger = logging.getLogger(__name__)
 _LAUNCHER = """\
 import json, os, signal, sys
 fd = int(sys.argv[1])
+os.write(1, b"r")  # started: the server reads this before it parks the launcher
 data = b""
 while chunk := os.read(fd, 65536):
     data += chunk
@@ -82,6 +90,11 @@ os._exit(127)
 _RETRY_S = 5.0
 """After a launcher could not be made (cgroup full, fork failed), wait before trying again."""
 _EXIT_WAIT_S = 5.0
+_START_WAIT_S = 30.0
+_SETTLE_S = 0.25
+"""A new launcher is made this long after the last pooled call ended, not during its tool's
+tail (the workspace quota's walk, the result): the next call comes seconds later anyway
+(the model's answer, the person's approval)."""
 
 
 @dataclass
@@ -97,6 +110,8 @@ class Launcher:
     report_fd: int
     """The report pipe's write end, by its number in the launcher (``>&N`` in the script)."""
     _argv_write: int | None = field(default=None, repr=False)
+    owner: LauncherPool | None = field(default=None, repr=False)
+    """The pool that handed it to a call, told when the call is over."""
 
     @classmethod
     def spawn(cls, support: CgroupSupport, limits: SandboxLimits) -> Launcher:
@@ -139,6 +154,10 @@ class Launcher:
             cgroup.move(process.pid)
             if not cgroup.holds(process.pid):
                 raise OSError(f"launcher {process.pid} is not in {cgroup.directories}")
+            # Parked only once blocked on its read: a call must not wait for its start-up.
+            ready, _, _ = select.select([output_read], [], [], _START_WAIT_S)
+            if not ready or os.read(output_read, 1) != b"r":
+                raise OSError(f"launcher {process.pid} did not start")
         except BaseException:
             launcher.discard()
             raise
@@ -172,6 +191,12 @@ class Launcher:
         finally:
             os.close(fd)
         return PooledProcess(self.process)
+
+    def finished(self) -> None:
+        """The call that took it is over (its cgroup removed): the pool may park the next."""
+        pool, self.owner = self.owner, None
+        if pool is not None:
+            pool.release()
 
     def discard(self) -> None:
         """Unused: EOF makes the launcher exit running nothing; wait, close, remove its cgroup."""
@@ -238,6 +263,9 @@ class LauncherPool:
         self._parked: list[Launcher] = []
         self._retired: list[Launcher] = []
         self._limits: SandboxLimits | None = None
+        self._running = 0
+        self._released_at = 0.0
+        """Launchers taken whose call has not finished (:meth:`Launcher.finished`)."""
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -254,15 +282,27 @@ class LauncherPool:
                 return None
             self._want(limits)
             launcher = self._parked.pop(0) if self._parked else None
-            self.taken += launcher is not None
-            self._cond.notify_all()  # refill
-        if launcher is not None and launcher.process.poll() is not None:
-            with self._cond:  # it died while parked: never used
+            if launcher is None:
+                return None
+            self.taken += 1
+            self._running += 1
+            launcher.owner = self
+        if launcher.process.poll() is not None:  # it died while parked: never used
+            launcher.owner = None
+            with self._cond:
                 self._retired.append(launcher)
                 self.taken -= 1
+                self._running -= 1
                 self._cond.notify_all()
             return None
         return launcher
+
+    def release(self) -> None:
+        """A taken launcher's call is over (:meth:`Launcher.finished`)."""
+        with self._cond:
+            self._running -= 1
+            self._released_at = time.monotonic()
+            self._cond.notify_all()  # refill, now that no pooled call runs
 
     def wait_ready(self, limits: SandboxLimits, timeout: float) -> bool:
         """Block until a launcher for ``limits`` is parked (tests, the bench); False on timeout."""
@@ -301,8 +341,15 @@ class LauncherPool:
         """The pool's thread: retire, refill, sleep; lives until :meth:`close`."""
         while True:
             with self._cond:
+                # Refills wait until no pooled call runs: making one (a Python start-up,
+                # then a cgroup.procs write that holds up every fork on the host for a
+                # grace period) would otherwise compete with the call.
                 self._cond.wait_for(
-                    lambda: self._closed or self._retired or len(self._parked) < self.size
+                    lambda: (
+                        self._closed
+                        or self._retired
+                        or (not self._running and len(self._parked) < self.size)
+                    )
                 )
                 retired, self._retired = self._retired, []
                 limits = None if self._closed else self._limits
@@ -312,6 +359,11 @@ class LauncherPool:
                 return
             if retired:
                 continue
+            with self._cond:  # let the rest of the call's tool run (its quota walk) first
+                settle = self._released_at + _SETTLE_S - time.monotonic()
+                if settle > 0:
+                    self._cond.wait(settle)
+                    continue
             try:
                 launcher = Launcher.spawn(self.support, limits)
             except (OSError, subprocess.SubprocessError) as exc:
