@@ -15,25 +15,23 @@ Contract, step by step:
    a private argv pipe and the write end of the ``/tmp`` report pipe), then writes its pid
    to the cgroup's ``cgroup.procs`` and checks that it is listed there. The thread lives as
    long as the process: ``bwrap --die-with-parent`` follows the thread that forked it.
-2. The launcher writes one byte to its stdout once started (read by the pool before it
-   parks it: a call never waits for a Python start-up), then blocks reading one JSON object ``{"argv", "cwd", "env"}`` from the argv pipe
-   until EOF. On a complete object it restores ``SIGPIPE``/``SIGXFSZ`` to their defaults (as
-   ``subprocess`` does), ``chdir``\\ s and ``execvpe``\\ s exactly what the direct path would
-   spawn, with the same working directory and environment. On EOF with nothing, or
-   anything that is not such an object, it exits 125 and runs nothing.
+2. The launcher writes one byte to its stdout once started (the pool reads it before
+   parking it: a call never waits for a Python start-up), then reads one JSON object
+   ``{"argv", "cwd", "env"}`` from the argv pipe until EOF. On a whole one it restores
+   ``SIGPIPE``/``SIGXFSZ`` (as ``subprocess`` does), ``chdir``\\ s and ``execvpe``\\ s exactly
+   what the direct path would spawn; on EOF with nothing, or anything else, it exits 125
+   and runs nothing.
 3. Only the server holds the argv pipe's write end (``os.pipe`` is close-on-exec; no other
    child inherits it). When the server dies — ``kill -9`` included — it closes, and every
    parked launcher exits on EOF; their empty cgroups are removed at the next start
    (``cgroup_sweep``: they are named for the dead server's pid like any call's).
 4. :meth:`LauncherPool.take` hands a launcher to exactly one call, which owns its cgroup
    from then on and removes it after (``Confined.close``): a cgroup never holds two calls.
-   The next launcher is made once that call is over (:meth:`Launcher.finished`) and
-   :data:`_SETTLE_S` have passed: making one
-   during a call (a Python start-up, and a ``cgroup.procs`` write that holds up every
-   ``fork`` on the host for a grace period) slowed the call down.
-   A launcher parked for other limits, or one that died, is never used. No launcher
-   parked (concurrent calls), no cgroup here, no ``pidfd_open``, or ``sandbox_pool`` 0:
-   ``None``, and the call takes the direct path unchanged.
+   The next one is made :data:`_SETTLE_S` after that call is over (:meth:`Launcher.finished`):
+   made during a call, its Python start-up and its ``cgroup.procs`` write (which holds up
+   every ``fork`` on the host for a grace period) slowed the call. One parked for other
+   limits, or dead, is never used. None parked (calls at once), no cgroup, no
+   ``pidfd_open``, or ``sandbox_pool`` 0: ``None``, and the call takes the direct path.
 5. :meth:`LauncherPool.close` (at interpreter exit) drains the pool: EOF to each launcher,
    then its cgroup is removed like a call's.
 """
@@ -81,7 +79,7 @@ for number in (signal.SIGPIPE, signal.SIGXFSZ):
 try:
     os.chdir(cwd)
     os.execvpe(argv[0], argv, env)
-except OSError as exc:
+except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character
     os.write(2, f"openprogram: could not start {argv[0]!r}: {exc}\\n".encode())
 os._exit(127)
 """

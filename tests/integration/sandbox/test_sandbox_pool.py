@@ -118,6 +118,13 @@ def test_a_launcher_given_eof_or_garbage_runs_nothing(tmp_path):
         finally:
             launcher.discard()
         assert not any(directory.exists() for directory in launcher.cgroup.directories)
+    # A whole call that cannot be started (a NUL in an argument: execve refuses it) says so.
+    launcher = Launcher.spawn(cgroup_support(), LIMITS)
+    try:
+        launcher.start(["/usr/bin/touch", f"{marker}\0x"], cwd=str(tmp_path), env={})
+        assert _exit_code(launcher.process) == 127 and not marker.exists()
+    finally:
+        launcher.discard()
     # The control: the same launcher, given a whole call, runs it in its cgroup.
     launcher = Launcher.spawn(cgroup_support(), LIMITS)
     try:
