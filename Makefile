@@ -168,8 +168,8 @@ test: test-deps
 	$(PYTEST); rc=$$?; \
 	if [ $$rc -eq 0 ]; then echo "=== file tools and attachments again, openat2 off (the component walk)"; OPENPROGRAM_FS_FORCE_WALK=1 $(BIN)/pytest -p no:cacheprovider -q $(addprefix tests/unit/programs/builtin/test_,$(addsuffix .py,read write edit list_dir glob grep swapped_path)) tests/integration/chat_app/test_attachments.py::test_a_directory_swapped_for_a_symlink_at_any_step_never_sends_the_file_outside; rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then \
-	  echo "=== again on PostgreSQL (the tests that use the database)"; \
-	  DATABASE_URL=$$TEST_POSTGRES_URL $(PYTEST) --database-tests-only -m "not e2e"; rc=$$?; \
+	  echo "=== again on PostgreSQL (the tests that use the database), connections kept as in production"; \
+	  OPENPROGRAM_TEST_PRODUCTION_CONNECTIONS=1 DATABASE_URL=$$TEST_POSTGRES_URL $(PYTEST) --database-tests-only -m "not e2e"; rc=$$?; \
 	fi; \
 	if [ $$rc -eq 0 ]; then \
 	  echo "=== MCP client conformance: the suite's core scenarios (make conformance runs all)"; \

@@ -87,11 +87,6 @@ def api_token_authenticate(*, token: str) -> AbstractBaseUser | None:
     return None if row is None else row.user
 
 
-async def api_token_in_force(*, token_id: int) -> bool:
-    """Is the token still there (not revoked) and its user still active? One statement."""
-    return await ApiToken.objects.filter(pk=token_id, user__is_active=True).aexists()
-
-
 def api_token_verify(*, token: str) -> ApiToken | None:
     """The active user's token row for ``token`` (its ``name`` goes into the audit trail)."""
     row = ApiToken.objects.select_related("user").filter(token_hash=_hash(token)).first()

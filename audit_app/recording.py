@@ -2,10 +2,10 @@
 
 Every tool call of every channel (chat socket, API, nested run) goes through one call path
 in the framework, which announces it as events; every event a turn emits goes through run
-history's one write (``chat_app.run_recording.run_record_events``), which calls
-:func:`audit_events_record` with each step's events inside its write-only batch. So the
-trail is fed from the one place every path goes through, and adds no round trip of its
-own: its rows are one more multi-row ``INSERT … SELECT`` in the step's pipelined block.
+history's one write (``chat_app.turn_store.record``), which passes each step's events to
+:func:`audit_calls_finished` and writes the rows :func:`audit_events` makes in the step's
+own job. So the trail is fed from the one place every path goes through, and adds no job
+of its own (a step with finished calls reads the username and the conversation in it).
 
 A call's facts arrive in several steps (``tool_call_started``, then maybe
 ``approval_requested``/``approval_resolved``, then ``tool_finished``), and rows are never
@@ -38,15 +38,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.db import connection
-from django.db.models import Model
 from django.utils import timezone
 
 from audit_app.models import AuditEvent
 from openprogram.security.redact import redact_server_paths
 
-__all__ = ["audit_channel", "audit_events_record", "audit_run_begin", "redacted_arguments"]
+__all__ = [
+    "audit_calls_finished",
+    "audit_channel",
+    "audit_events",
+    "audit_run_begin",
+    "redacted_arguments",
+]
 
 _SECRET_KEY = re.compile(
     r"pass(word|phrase)?|secret|token|api[_-]?key|auth|credential|cookie", re.I
@@ -209,8 +212,7 @@ def _rows_for(run_id: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]
     return rows
 
 
-_COLUMNS = (
-    "created",
+_FACTS = (
     "tool",
     "arguments",
     "arguments_sha256",
@@ -221,48 +223,40 @@ _COLUMNS = (
     "channel",
     "channel_detail",
     "call_id",
-    "run_id",
 )
+"""The fields of a row that come from the call's events (:func:`_row`); who and where come
+from the run (:func:`audit_events`)."""
 
 
-def audit_events_record(
-    *, run_id: int, owner_id: int | None, events: list[dict[str, Any]], run_model: type[Model]
-) -> None:
-    """Write the rows of the calls that finished in ``events`` (one step of run ``run_id``).
+def audit_calls_finished(*, run_id: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The facts of the calls that finished in ``events`` (one step of run ``run_id``),
+    gathered over its steps; earlier steps' facts are held until then. Call it once per
+    step, before the step is written: the rows are made by :func:`audit_events`."""
+    return _rows_for(run_id, events)
 
-    Write-only (nothing read back): the user's id and username snapshot and the
-    conversation come from ``INSERT … SELECT`` on the user and the run (``run_model``,
-    chat_app's ``Run``, passed in: this app sits below chat_app), so the rows go out in
-    the caller's pipelined block. Call it inside the step's transaction.
-    """
-    rows = _rows_for(run_id, events)
-    if not rows:
-        return
-    user_model = get_user_model()
-    q = connection.ops.quote_name
-    audit = q(AuditEvent._meta.db_table)
-    now = AuditEvent._meta.get_field("created").get_db_prep_save(timezone.now(), connection)
-    field = AuditEvent._meta.get_field
-    names = [*(q(field(n).column) for n in _COLUMNS)]
-    names += [q(field(n).column) for n in ("user", "username", "decided_by", "conversation_id")]
-    user_pk, username = q(user_model._meta.pk.column), q(user_model.USERNAME_FIELD)
-    marks = ", ".join(["%s"] * len(_COLUMNS))
-    sql = (
-        f"INSERT INTO {audit} ({', '.join(names)}) SELECT {marks}, u.{user_pk},"
-        f" COALESCE(u.{username}, ''), CASE WHEN %s THEN COALESCE(u.{username}, '') ELSE '' END,"
-        f" r.{q(run_model._meta.get_field('conversation').column)}"
-        f" FROM {q(run_model._meta.db_table)} r"
-        f" LEFT JOIN {q(user_model._meta.db_table)} u ON u.{user_pk} = %s"
-        f" WHERE r.{q(run_model._meta.pk.column)} = %s"
-    )
-    with connection.cursor() as cursor:
-        for row in rows:
-            values = [
-                now,
-                *(field(n).get_db_prep_save(row[n], connection) for n in _COLUMNS[1:-1]),
-                run_id,
-                row["by_person"],
-                owner_id,
-                run_id,
-            ]
-            cursor.execute(sql, values)
+
+def audit_events(
+    *,
+    facts: list[dict[str, Any]],
+    run_id: int,
+    user_id: int | None,
+    username: str,
+    conversation_id: int | None,
+) -> list[AuditEvent]:
+    """The rows, unsaved, for :func:`audit_calls_finished`'s ``facts``: the user's id and
+    username snapshot (``decided_by`` too when a person decided) and the conversation as
+    the run stands when the step is written (``chat_app.turn_store`` reads and writes them
+    in the step's own job, so the trail adds no job of its own)."""
+    now = timezone.now()
+    return [
+        AuditEvent(
+            created=now,
+            user_id=user_id,
+            username=username,
+            decided_by=username if fact["by_person"] else "",
+            conversation_id=conversation_id,
+            run_id=run_id,
+            **{name: fact[name] for name in _FACTS},
+        )
+        for fact in facts
+    ]

@@ -60,14 +60,12 @@ def _frame_name(frame: str) -> str:
 _AREAS = (
     # (area, a marker in the stack); the first that matches names the sample.
     ("litellm (model calls, their end-of-stream logging and cost work)", "litellm"),
-    ("database: writing run history", "run_record_events"),
-    ("database: writing run history", "_history_write"),
-    ("database: starting a turn", "turn_prepare"),
-    ("database: finishing a turn", "run_finish"),
-    ("database: budget checks", "budget_refusal"),
-    ("database: model-call ledger", "model_call_record"),
+    ("database: writing run history", "record_job"),
+    ("database: starting a turn", "start_job"),
+    ("database: finishing a turn", "finish_job"),
+    ("database: budget checks", "budget_job"),
     ("database: socket login (session, user)", "channels/auth.py"),
-    ("database: socket connect and catch-up", "connect_reads_sent"),
+    ("database: socket connect and catch-up", "connect_job"),
     # A relayed frame reaches its socket through ChatConsumer.dispatch: not the connect.
     ("turn task, relay, consumers", "chat_events"),
     ("socket connect, messages, disconnect (consumers)", "consumers.py"),

@@ -14,8 +14,8 @@ from django.http import HttpRequest
 from ninja import File, Router, Schema
 from ninja.files import UploadedFile
 
-from accounts.services import api_token_in_force
 from audit_app.recording import audit_channel
+from chat_app import turn_store
 from chat_app.attachments import attachment_save
 from chat_app.models import Conversation, Run, ToolCallRecord
 from chat_app.schemas import (
@@ -42,9 +42,9 @@ from chat_app.services import (
     conversation_create,
     conversation_delete,
     conversation_rename,
-    run_expire_orphans,
 )
 from chat_app.sidebar import conversation_search
+from chat_app.turn_store import run_expire_orphans
 from chat_app.turns import turn_control_send, turn_run_to_completion
 
 __all__ = ["router"]
@@ -213,7 +213,7 @@ async def _stop_when_revoked(
         await asyncio.wait({turn}, timeout=TOKEN_RECHECK_SECONDS)
         if turn.done():
             return
-        if not await api_token_in_force(token_id=token_id):
+        if not await turn_store.token_in_force(token_id=token_id):
             await turn_control_send(conversation_id=conversation_id, user_id=user.pk, action="stop")
             return
 

@@ -27,14 +27,12 @@ import time
 from typing import Any
 
 from channels.consumer import get_handler_name
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from pydantic import ValidationError
 
 from accounts.session_revocation import key_digest, session_user, user_group
-from chat_app.catch_up import NOT_READ, connect_reads_sent
-from chat_app.db_batch import run_batched
-from chat_app.schemas import MAX_FRAME_BYTES, UserMessageFrame, parse_client_frame
+from chat_app import turn_store
+from chat_app.schemas import MAX_FRAME_BYTES, TurnOptions, UserMessageFrame, parse_client_frame
 from chat_app.turns import (
     active_turn,
     events_group,
@@ -83,15 +81,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
         # One process and no turn of the conversation in flight (started, events not
         # all written): nothing can reach its group until a turn starts, so the
-        # catch-up is read with the ownership check, in one statement (chat_app.catch_up).
+        # catch-up is read with the ownership check, in one statement (chat_app.turn_store.connect).
         # If a turn is in flight, or one of this conversation started before the group
         # was joined, it is read again below, after joining (as always with several
         # processes): the socket then misses nothing, as history or the group has every
         # event.
         starts = turns_started()
         # Batched with the running turns' jobs: a burst of connects shares thread hops.
-        owned, catch_up = await run_batched(
-            connect_reads_sent,
+        owned, catch_up = await turn_store.connect(
             owner_id=user.pk,
             public_id=public_id,
             catch_up=single_process_layer(),
@@ -110,20 +107,19 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         stale = turn_started_since(owned, starts) or turn_in_flight(owned)
-        if catch_up is NOT_READ or stale:
+        if catch_up is turn_store.NOT_READ or stale:
             turn = active_turn(self.conversation_id)
             if turn is not None:
                 # Streamed text waits in a buffer between writes; history must have it first.
                 await turn.flush()
-            _, catch_up = await run_batched(
-                connect_reads_sent,
+            _, catch_up = await turn_store.connect(
                 owner_id=user.pk,
                 public_id=public_id,
                 catch_up=True,
                 even_in_flight=True,
             )
         # None: no run yet; NOT_READ after the second read: the conversation is gone.
-        if catch_up is not None and catch_up is not NOT_READ:
+        if catch_up is not None and catch_up is not turn_store.NOT_READ:
             await self.send_json(catch_up)
 
     async def _refuse(self, code: int) -> None:
@@ -199,8 +195,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         user = self.scope["user"]
         if isinstance(frame, UserMessageFrame):
             options = frame.model_dump(exclude={"type", "text", "attended", "replaces"})
-            from chat_app.schemas import TurnOptions
-
             await turn_start(
                 user=user,
                 conversation_id=self.conversation_id,
@@ -223,17 +217,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             content=getattr(frame, "content", None),
         )
         if frame.type == "stop" and active_turn(self.conversation_id) is None:
-            await database_sync_to_async(self._stop_orphan)()
-
-    def _stop_orphan(self) -> None:
-        from chat_app.services import run_abandon_orphans, run_expire_orphans
-
-        if single_process_layer():
-            run_abandon_orphans(
-                conversation_id=self.conversation_id, reason="stopped; no turn was running"
-            )
-        else:
-            run_expire_orphans(conversation_id=self.conversation_id)
+            if single_process_layer():
+                await turn_store.close_orphans(
+                    conversation_id=self.conversation_id,
+                    every_running=True,
+                    reason="stopped; no turn was running",
+                )
+            else:
+                await turn_store.close_orphans(
+                    conversation_id=self.conversation_id, every_running=False
+                )
 
     async def _error(self, kind: str, message: str) -> None:
         await self.send_json({"type": "error", "kind": kind, "message": message})
@@ -242,8 +235,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # Channels closes stale database connections before every message it dispatches,
         # a hop to its database thread each time (three a turn: connect, the message,
         # disconnect; on SQLite the thread the batches run on). Nothing here touches the
-        # database but through run_batched or database_sync_to_async, which close stale
-        # connections around each call themselves, so every message skips that hop.
+        # database but through chat_app.turn_store and Channels' get_user (the session
+        # re-check, database_sync_to_async), which close stale connections around each
+        # call themselves, so every message skips that hop.
         if message.get("type") == "chat.events":
             await self.chat_events(message)
             return

@@ -4,7 +4,7 @@ A run marked running says nothing about whether anyone still runs it; with sever
 daphne processes only the process that runs it knows. So that process renews
 ``Run.lease_until`` every third of ``CHAT_RUN_LEASE_SECONDS`` (one UPDATE), and
 anyone who finds a running run with an expired lease closes it as orphaned
-(``chat_app.run_lifecycle.run_expire_orphans``). Two renewals may fail or be late before
+(``chat_app.turn_store.run_expire_orphans``). Two renewals may fail or be late before
 the lease runs out.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from chat_app.db_batch import run_batched
+from chat_app import turn_store
 
 __all__ = ["lease_keep"]
 
@@ -29,13 +29,11 @@ async def lease_keep(*, run_id: int, on_lost: Callable[[], None]) -> None:
     The run is closed under us when this process stalled past its lease and another
     closed it as orphaned: the turn must then stop, not carry on unseen.
     """
-    from chat_app.services import run_renew_lease
-
     interval = settings.CHAT_RUN_LEASE_SECONDS / 3
     while True:
         await asyncio.sleep(interval)
         try:
-            renewed = await run_batched(run_renew_lease, run_id=run_id)
+            renewed = await turn_store.renew_lease(run_id=run_id)
         except Exception:
             # A database hiccup is retried next beat; the lease has two beats to spare.
             _log.exception("could not renew the lease of run %r", run_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,13 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
 from chat_app.explain import explain_expand
-from chat_app.models import Conversation, Message, Run, ToolCallRecord
-from chat_app.turn_sql import conversation_history_rows, run_events_rows, run_tool_lists
+from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
 from core.api_errors import NotFoundError
+from core.model_sql import column, db_value, table
 from openprogram.agent.events import HistoryMessage
 from openprogram.programs.explain_words import plain_reason
 from openprogram.programs.results import results_dir_for_user
@@ -31,6 +33,7 @@ __all__ = [
     "conversation_by_public_id",
     "conversation_get",
     "conversation_history",
+    "conversation_history_statement",
     "conversation_list",
     "conversation_transcript",
     "history_messages",
@@ -91,12 +94,40 @@ def conversation_history(*, conversation: Conversation, before: Message) -> list
     Runs replaced by an edit or a regeneration are left out: the prompt follows the
     conversation as it now stands.
     """
-    # Every turn reads it: plain SQL, without the ORM's compilation (chat_app.turn_sql).
-    rows = conversation_history_rows(conversation_id=conversation.pk, before=before)
-    return history_messages(rows)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            *conversation_history_statement(conversation_id=conversation.pk, before=before)
+        )
+        return history_messages(cursor.fetchall())
 
 
-def history_messages(rows: list[tuple[str, str]]) -> list[HistoryMessage]:
+def conversation_history_statement(
+    *, conversation_id: int, before: Message
+) -> tuple[str, list[Any]]:
+    """:func:`conversation_history`'s one statement and parameters: ``(role, text)`` rows of
+    the messages up to ``before`` (left out), oldest first. Every turn's start sends it
+    (``chat_app.turn_store``): through the ORM it cost several times running it."""
+    created = db_value(Message, "created", before.created)
+    return _history_sql(), [conversation_id, created, before.pk, True]
+
+
+@functools.cache
+def _history_sql() -> str:
+    m, r = table(Message), table(Run)
+    created, mid = column(Message, "created"), column(Message, "id")
+    return (
+        f"SELECT {m}.{column(Message, 'role')}, {m}.{column(Message, 'text')} FROM {m} "
+        f"LEFT OUTER JOIN {r} ON {m}.{column(Message, 'run')} = {r}.{column(Run, 'id')} "
+        f"WHERE {m}.{column(Message, 'conversation')} = %s "
+        f"AND {m}.{created} <= %s "
+        f"AND {m}.{mid} <> %s "
+        f"AND NOT ({r}.{column(Run, 'superseded')} = %s "
+        f"AND {r}.{column(Run, 'superseded')} IS NOT NULL) "
+        f"ORDER BY {m}.{created} ASC, {m}.{mid} ASC"
+    )
+
+
+def history_messages(rows: Iterable[tuple[str, str]]) -> list[HistoryMessage]:
     """``conversation_history``'s messages from its ``(role, text)`` rows, empty ones left out."""
     return [HistoryMessage(role=role, content=text) for role, text in rows if text.strip()]
 
@@ -146,14 +177,15 @@ def run_explain_groups(*, run: Run) -> list[dict[str, Any]]:
 
 def run_events(*, run_id: int, after_seq: int = 0) -> list[dict[str, Any]]:
     """The run's events as they were relayed (tools_resolved gets its lists back from the Run)."""
-    # Every socket's catch-up reads it: plain SQL, without the ORM's compilation.
-    rows = run_events_rows(run_id=run_id, after_seq=after_seq)
+    rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq")
     events = [
-        {**payload, "type": kind, "seq": seq, "run_id": run_id} for seq, kind, payload in rows
+        {**payload, "type": kind, "seq": seq, "run_id": run_id}
+        for seq, kind, payload in rows.values_list("seq", "type", "payload")
     ]
     for event in events:
         if event["type"] == "tools_resolved" and "tools" not in event:
-            event.update(run_tool_lists(run_id=run_id))
+            lists = Run.objects.filter(pk=run_id).values("tools", "deferred", "explain").first()
+            event.update(lists or {})
     return events
 
 

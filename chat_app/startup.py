@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from chat_app.selectors import model_choices
-from chat_app.services import runs_close_at_startup
+from chat_app.turn_store import runs_close_at_startup
 from chat_app.turns import single_process_layer
 
 logger = logging.getLogger(__name__)

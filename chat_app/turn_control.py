@@ -15,9 +15,11 @@ import asyncio
 import logging
 from typing import Any, Literal
 
-from channels.db import database_sync_to_async
-
+from chat_app import turn_store
+from chat_app.approvals import ALLOWED_REASON, tool_always_asks
 from chat_app.relay import group_send_safely
+from openprogram.agent.approvals import QuestionUnanswered
+from openprogram.agent.elicitation import ElicitationAnswer
 from openprogram.agent.types import ApprovalDecision, ApprovalRequest
 
 __all__ = ["ControlAction", "TurnControl", "control_group", "turn_control_send"]
@@ -31,24 +33,6 @@ _LISTENER_CLOSE_SECONDS = 65.0
 """How long a stopped turn's listener may take to read its close message: longer than the
 channel layer keeps a message (60 s), since until then the message can still come."""
 _closing_listeners: set[asyncio.Task[None]] = set()
-
-
-def _save_always_allow(owner_id: int, text: str) -> None:
-    """The owner's "always allow" from an approval card: a rule that only relaxes what a
-    user may relax (``tools_app.policy.services``); a refused pattern is logged, the
-    call itself stays approved."""
-    from django.contrib.auth import get_user_model
-
-    from core.api_errors import DomainError
-    from tools_app.policy.services import policy_user_rule_create
-
-    owner = get_user_model().objects.filter(pk=owner_id).first()
-    if owner is None:
-        return
-    try:
-        policy_user_rule_create(user=owner, text=text)
-    except DomainError as exc:
-        _log.warning("not saving always-allow %r for user %r: %s", text, owner_id, exc)
 
 
 def control_group(conversation_id: int) -> str:
@@ -76,8 +60,6 @@ class TurnControl:
 
     # --- hooks the dispatcher calls (it announces, times out and fails closed) -----------
     async def approval_hook(self, request: ApprovalRequest) -> ApprovalDecision:
-        from chat_app.approvals import ALLOWED_REASON, conversation_allow_tool, tool_always_asks
-
         # The one place a per-conversation grant is honoured; always-ask tools never are,
         # nor an ask the team policy does not let the user relax (docs/policy.md).
         always_asks = tool_always_asks(request.tool_name) or not request.user_may_allow
@@ -91,9 +73,10 @@ class TurnControl:
             self._approvals.pop(request.call_id, None)
         always_allow = self._always_allow.pop(request.call_id, "")
         if decision.approved and always_allow and request.user_may_allow:
-            await database_sync_to_async(_save_always_allow)(self.owner_id, always_allow)
+            # A refused pattern is logged by the store; the call itself stays approved.
+            await turn_store.save_always_allow(owner_id=self.owner_id, text=always_allow)
         if decision.approved and request.call_id in self._remember and not always_asks:
-            stored = await database_sync_to_async(conversation_allow_tool)(
+            stored = await turn_store.allow_tool(
                 conversation_id=self.conversation_id,
                 owner_id=self.owner_id,
                 name=request.tool_name,
@@ -121,8 +104,6 @@ class TurnControl:
             self._elicitations.pop(request.call_id, None)
 
     def _elicitation_answered(self, call_id: str, message: dict[str, Any]) -> None:
-        from openprogram.agent.elicitation import ElicitationAnswer
-
         future = self._elicitations.get(call_id)
         choice = message.get("choice")
         if future is None or future.done() or choice not in ("accept", "decline", "cancel"):
@@ -166,13 +147,9 @@ class TurnControl:
         for future in self._approvals.values():
             if not future.done():
                 future.set_result(ApprovalDecision(approved=False, reason="the turn was stopped"))
-        from openprogram.agent.approvals import QuestionUnanswered
-
         for future in self._questions.values():
             if not future.done():
                 future.set_exception(QuestionUnanswered("the turn was stopped"))
-        from openprogram.agent.elicitation import ElicitationAnswer
-
         for future in self._elicitations.values():
             if not future.done():
                 future.set_result(ElicitationAnswer("cancel", reason="the turn was stopped"))

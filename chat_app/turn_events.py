@@ -2,8 +2,8 @@
 
 Every event is numbered (``seq``) and queued in the turn's outbox; a pump task hands
 the outbox over step by step: what it holds is written to run history (``RunEvent``
-rows, the model-call ledger) in one database job, batched with other turns' jobs
-(``chat_app.db_batch``), and then sent to the group ``chat.<id>``, which every open tab
+rows, the model-call ledger) in one database job (``chat_app.turn_store.record``,
+batched with other turns' jobs), and then sent to the group ``chat.<id>``, which every open tab
 of the conversation joins, as one message. So history order is socket order and no
 tab sees an event history lacks. Streamed events alone (text deltas, tool output) are
 the exception: sent at once, written in coalesced batches at most 0.25 s later, so a
@@ -20,7 +20,7 @@ import asyncio
 import logging
 from typing import Any
 
-from chat_app.db_batch import run_batched, write_only
+from chat_app import turn_store
 from chat_app.relay import STREAMED, GroupRelay, coalesce_streamed
 from chat_app.shared_timers import SharedTimers
 
@@ -195,19 +195,9 @@ class TurnEvents:
             batch = coalesce_streamed([*self._buffer, *(extra or ())])
             self._buffer, self._buffer_chars = [], 0
             if batch:
-                await run_batched(
-                    _history_write, run_id=self.run_id, owner_id=self.owner_id, events=batch
-                )
+                await turn_store.record(run_id=self.run_id, owner_id=self.owner_id, events=batch)
 
 
 _flush_timers: SharedTimers[TurnEvents] = SharedTimers(
     early=_FLUSH_SHARED_SECONDS, fire=TurnEvents.flush_on_timer
 )
-
-
-@write_only  # a batch pipelines it with its neighbours (chat_app.db_batch)
-def _history_write(*, run_id: int, owner_id: int, events: list[dict[str, Any]]) -> None:
-    """One step of a turn into history: its events, and a ledger row per model call."""
-    from chat_app.services import run_record_events
-
-    run_record_events(run_id=run_id, events=events, owner_id=owner_id)

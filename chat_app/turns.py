@@ -27,7 +27,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 
 from audit_app.recording import audit_run_begin
-from chat_app.db_batch import run_batched
+from chat_app import turn_store
 from chat_app.explain import explain_compact
 from chat_app.leases import lease_keep
 from chat_app.markdown import render_markdown
@@ -35,7 +35,6 @@ from chat_app.model_titles import title_after_turn
 from chat_app.schemas import TurnOptions
 from chat_app.turn_control import ControlAction, TurnControl, control_group, turn_control_send
 from chat_app.turn_events import TurnEvents
-from chat_app.turn_inputs import turn_prepare_sent
 
 __all__ = [
     "ActiveTurn",
@@ -141,12 +140,12 @@ class ActiveTurn(TurnEvents, TurnControl):
         """Cost of every model call this run made, nested runs' included (from events)."""
         self.budget_at_start: str | None = None
         self._budget_at_start_unread = False
-        """The start's budget verdict (turn_prepare_sent) answers the first check, unspent."""
+        """The start's budget verdict (turn_store.start) answers the first check, unspent."""
 
     # --- the task --------------------------------------------------------------------------
     async def run(self, *, first_event: dict[str, Any]) -> TurnOutcome:
         """The turn, from relaying ``first_event`` (its ``user_message``, already in run
-        history: ``turn_prepare_sent`` wrote it as ``seq`` 1) to its stored reply."""
+        history: the store's start wrote it as ``seq`` 1) to its stored reply."""
         layer = get_channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(control_group(self.conversation_id), channel)
@@ -228,16 +227,12 @@ class ActiveTurn(TurnEvents, TurnControl):
     async def _finish(
         self, *, status: str, text: str, usage: dict[str, Any], error: str
     ) -> TurnOutcome:
-        from chat_app.run_lifecycle import run_finish_sent
-
         try:
             try:
                 await self.flush()
             except Exception as exc:
                 return await self._finish_unrecorded(text=text, usage=usage, failure=exc)
-            # The run's locked read rides the batch's pipeline (run_finish_sent).
-            message = await run_batched(
-                run_finish_sent,
+            message = await turn_store.finish(
                 run_id=self.run_id,
                 status=status,
                 text=text,
@@ -268,13 +263,11 @@ class ActiveTurn(TurnEvents, TurnControl):
     ) -> TurnOutcome:
         """History refused the turn's events: close the run as failed if the database
         lets us, and tell the tabs directly, so none of them waits for the turn's end."""
-        from chat_app.services import run_finish
-
         error = f"run history could not be written: {type(failure).__name__}: {failure}"
         message_id = None
         try:
-            message = await run_batched(
-                run_finish, run_id=self.run_id, status="error", text=text, usage=usage, error=error
+            message = await turn_store.finish(
+                run_id=self.run_id, status="error", text=text, usage=usage, error=error
             )
             message_id = message.pk
         except Exception:
@@ -305,8 +298,6 @@ class ActiveTurn(TurnEvents, TurnControl):
         its nested runs: the run's cost is the larger of what the caller counted and
         what this run's events reported.
         """
-        from chat_app.turn_limits import turn_budget_refusal_sent
-
         cost = max(turn_cost, self._run_cost)
         if self._budget_at_start_unread and cost == 0:
             # Read in the start's transaction moments ago: the first model request need
@@ -314,9 +305,8 @@ class ActiveTurn(TurnEvents, TurnControl):
             self._budget_at_start_unread = False
             return self.budget_at_start
         self._budget_at_start_unread = False
-        # Sent with the batch's other statements, answered after them (one round trip).
-        return await run_batched(
-            turn_budget_refusal_sent, user_id=self.owner_id, run_id=self.run_id, turn_cost=cost
+        return await turn_store.budget_refusal(
+            user_id=self.owner_id, run_id=self.run_id, turn_cost=cost
         )
 
     async def _safe_emit(self, event: dict[str, Any]) -> None:
@@ -346,8 +336,7 @@ async def turn_start(
     _active[conversation_id] = turn
     _flight_begin(conversation_id)
     try:
-        prepared = await run_batched(
-            turn_prepare_sent,
+        prepared = await turn_store.start(
             user=user,
             conversation_id=conversation_id,
             text=text,

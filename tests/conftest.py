@@ -53,6 +53,21 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database; before it is dropped, PostgreSQL's sessions of the
+    database threads that kept their connection (CONN_MAX_AGE, tests/settings.py) end."""
+    yield
+    from django.db import connection
+
+    if connection.vendor == "postgresql" and connection.settings_dict["CONN_MAX_AGE"]:
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+
+
 @pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user("alice", password=PASSWORD)

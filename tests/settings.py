@@ -14,6 +14,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from openprogram_site.settings import *  # noqa: F403
 
-# pytest-django drops the test database at the end, which PostgreSQL refuses while a
-# database thread (Channels', chat_app.db_batch's) still holds a kept-open connection.
-DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+# Connections are closed after each use, except in the pass that keeps production's
+# settings (OPENPROGRAM_TEST_PRODUCTION_CONNECTIONS=1, make test's PostgreSQL pass): there
+# database threads (Channels', the turn store's) keep theirs for CONN_MAX_AGE seconds, as
+# in production, and tests/conftest.py lets go of them before the test database is dropped.
+if os.environ.get("OPENPROGRAM_TEST_PRODUCTION_CONNECTIONS") != "1":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

@@ -8,19 +8,21 @@ framework's (``tools_app.resolution``); these selectors only gather its inputs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from accounts.models import ApiToken
 from core.api_errors import NotFoundError
+from core.model_sql import column, table
 from openprogram.programs import DEFAULT_TOOLS, UnknownToolsetError, registry
 from openprogram.programs.rules import PolicySet
-from openprogram_site.db_sent import query_sent
 from tools_app.catalog_sync import tool_catalog_sync_if_changed
 from tools_app.models import DEFAULT_PROFILE, AgentProfile, Tool, ToolProfile, UserToolSettings
 from tools_app.policy.selectors import policy_for_user
@@ -44,7 +46,9 @@ __all__ = [
     "profile_list",
     "profile_names",
     "profile_tool_names",
-    "profiles_and_disabled_sent",
+    "profiles_and_disabled",
+    "profiles_and_disabled_rows",
+    "profiles_and_disabled_statement",
     "profiles_export",
     "resolution_for",
     "tool_get",
@@ -245,7 +249,7 @@ def turn_resolution_inputs(
     owner: AbstractBaseUser,
     profile_name: str | None,
     agent_profile_id: int | None = None,
-    profiles_and_disabled: tuple[dict[str, list[str]], dict[str, str]] | None = None,
+    profiles_read: tuple[dict[str, list[str]], dict[str, str]] | None = None,
     policy: PolicySet | None = None,
 ) -> dict[str, Any]:
     """TurnRequest keyword arguments for ``owner``'s turn.
@@ -254,14 +258,14 @@ def turn_resolution_inputs(
     toolset (a tool profile or preset name), its allowed list (layer-5 allow), its
     disabled list (layer-5 deny), its model and its system prompt. Its ``enabled``
     list adds tools back to whatever its toolset selects. ``policy`` is the team policy
-    that reaches the owner (``tools_app.policy``). ``profiles_and_disabled`` and
-    ``policy``: what :func:`profiles_and_disabled_sent` and ``policy_for_user_sent`` read
-    for this turn (read here otherwise).
+    that reaches the owner (``tools_app.policy``). ``profiles_read`` and ``policy``: what
+    :func:`profiles_and_disabled` and ``policy_for_user`` give, already read for this turn
+    (read here otherwise).
     """
     name = profile_name if profile_name is not None else active_profile_name(owner=owner)
-    if profiles_and_disabled is None:
-        profiles_and_disabled = profiles_and_disabled_sent(owner_id=owner.pk)()
-    named_profiles, disabled = profiles_and_disabled
+    if profiles_read is None:
+        profiles_read = profiles_and_disabled(owner_id=owner.pk)
+    named_profiles, disabled = profiles_read
     if name != DEFAULT_PROFILE and name not in named_profiles:
         raise NotFoundError(f"No tool profile named {name!r}.")
     inputs: dict[str, Any] = {
@@ -288,31 +292,39 @@ def turn_resolution_inputs(
     return inputs
 
 
-def profiles_and_disabled_sent(
-    *, owner_id: int
-) -> Callable[[], tuple[dict[str, list[str]], dict[str, str]]]:
-    """Send the read of the owner's profiles (name → tools) and the global disables
-    (name → reason); the returned function reads both (on PostgreSQL in a pipelined
-    block, ``chat_app.db_batch.statements_pipelined``: after it).
+def profiles_and_disabled(*, owner_id: int) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The owner's profiles (name → tools) and the global disables (name → reason), read
+    fresh (so an edit in the admin or the Programs page applies to the next turn in
+    every process)."""
+    with connection.cursor() as cursor:
+        cursor.execute(*profiles_and_disabled_statement(owner_id=owner_id))
+        return profiles_and_disabled_rows(cursor.fetchall())
 
-    One plain statement for both, read fresh every turn (so an edit in the admin or the
-    Programs page applies to the next turn in every process): every turn starts with it,
-    and two ORM queries cost several times its CPU.
-    """
-    profile, tool = ToolProfile._meta, Tool._meta
-    sql = (
-        f'SELECT 0, "name", CAST("tools" AS TEXT) FROM "{profile.db_table}" '
-        'WHERE "owner_id" = %s '
-        f'UNION ALL SELECT 1, "name", "disabled_reason" FROM "{tool.db_table}" '
-        'WHERE "disabled" = %s'
+
+def profiles_and_disabled_statement(*, owner_id: int) -> tuple[str, list[object]]:
+    """:func:`profiles_and_disabled`'s one statement and parameters (its rows: for
+    :func:`profiles_and_disabled_rows`). Every turn starts with it
+    (``chat_app.turn_store``), and two ORM queries cost several times its CPU."""
+    return _profiles_and_disabled_sql(), [owner_id, True]
+
+
+@cache
+def _profiles_and_disabled_sql() -> str:
+    return (
+        f"SELECT 0, {column(ToolProfile, 'name')}, CAST({column(ToolProfile, 'tools')} AS TEXT) "
+        f"FROM {table(ToolProfile)} WHERE {column(ToolProfile, 'owner')} = %s "
+        f"UNION ALL SELECT 1, {column(Tool, 'name')}, {column(Tool, 'disabled_reason')} "
+        f"FROM {table(Tool)} WHERE {column(Tool, 'disabled')} = %s"
     )
-    return query_sent(sql, [owner_id, True], _profiles_and_disabled_rows)
 
 
-def _profiles_and_disabled_rows(cursor: Any) -> tuple[dict[str, list[str]], dict[str, str]]:
+def profiles_and_disabled_rows(
+    rows: Iterable[tuple[int, str, Any]],
+) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """What :func:`profiles_and_disabled_statement`'s rows say."""
     profiles: dict[str, list[str]] = {}
     disabled: dict[str, str] = {}
-    for kind, name, value in cursor.fetchall():
+    for kind, name, value in rows:
         if kind == 0:
             profiles[name] = list(json.loads(value) or [])
         else:

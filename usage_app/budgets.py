@@ -4,8 +4,8 @@
 cap its members (``GroupBudget``); the effective budget is the smallest of all of
 these, and None (no limit) only when none applies. :func:`budget_applies_sql` is the
 same rule as one SQL expression, for the turn's budget read
-(``selectors.budget_and_spend_sent``); :func:`budget_effective` says it in words for
-the usage page and the API.
+(``selectors.budget_and_spend_statement``, which ``chat_app.turn_store`` sends);
+:func:`budget_effective` says it in words for the usage page and the API.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from decimal import Decimal
 from functools import cache
 
 from django.contrib.auth import get_user_model
-from django.db import connection
-from django.db.models import Model
 
+from core.model_sql import column, table
 from usage_app.models import DefaultBudget, GroupBudget, UserBudget
 
 __all__ = ["EffectiveBudget", "budget_applies_sql", "budget_effective"]
@@ -54,13 +53,6 @@ def budget_effective(*, user_id: int) -> EffectiveBudget:
 @cache
 def budget_applies_sql() -> str:
     """The effective budget as one scalar SQL expression; it takes the user id twice."""
-
-    def table(model: type[Model]) -> str:
-        return connection.ops.quote_name(model._meta.db_table)
-
-    def column(model: type[Model], name: str) -> str:
-        return connection.ops.quote_name(model._meta.get_field(name).column)
-
     memberships = get_user_model().groups.through
     own = (
         f"SELECT {column(UserBudget, 'monthly_usd')} FROM {table(UserBudget)}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Context, Decimal
@@ -11,17 +10,19 @@ from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from core.model_sql import column, db_value, table
 from usage_app.budgets import budget_applies_sql, budget_effective
 from usage_app.models import DefaultBudget, ModelCall, UserBudget
 
 __all__ = [
     "UserMonth",
     "budget_and_spend",
-    "budget_and_spend_sent",
+    "budget_and_spend_row",
+    "budget_and_spend_statement",
     "budget_for_user",
     "month_spend",
     "month_start",
@@ -81,12 +82,6 @@ def _decimal(value: object, places: int) -> Decimal | None:
 
 @cache
 def _budget_and_spend_sql(exclude_run: bool) -> str:
-    def table(model: type[Model]) -> str:
-        return connection.ops.quote_name(model._meta.db_table)
-
-    def column(model: type[Model], name: str) -> str:
-        return connection.ops.quote_name(model._meta.get_field(name).column)
-
     other_runs = (
         f" AND ({column(ModelCall, 'run')} IS NULL OR {column(ModelCall, 'run')} <> %s)"
         if exclude_run
@@ -109,30 +104,31 @@ def budget_and_spend(
 ) -> tuple[Decimal | None, Decimal]:
     """The user's effective budget (:func:`budget_for_user`) and, when there is one, this month's
     spend (:func:`month_spend`; 0 without a budget) in one fixed statement: a turn asks
-    before every model call, and on PostgreSQL each query is a round trip (through the
-    ORM this query cost ~1 ms of CPU to build, three times the old two)."""
+    before every model call (``chat_app.turn_store`` sends the same statement with the
+    turns' other work), and through the ORM this query cost ~1 ms of CPU to build."""
     with connection.cursor() as cursor:
-        return budget_and_spend_sent(cursor, user_id=user_id, exclude_run_id=exclude_run_id)()
+        cursor.execute(*budget_and_spend_statement(user_id=user_id, exclude_run_id=exclude_run_id))
+        return budget_and_spend_row(cursor.fetchone())
 
 
-def budget_and_spend_sent(
-    cursor: Any, *, user_id: int, exclude_run_id: int | None = None
-) -> Callable[[], tuple[Decimal | None, Decimal]]:
-    """Send :func:`budget_and_spend`'s statement on ``cursor``; the returned function
-    reads the answer (in a pipelined block: after it, with the block's one round trip)."""
-    since = ModelCall._meta.get_field("created").get_db_prep_value(month_start(), connection)
+def budget_and_spend_statement(
+    *, user_id: int, exclude_run_id: int | None = None
+) -> tuple[str, list[object]]:
+    """:func:`budget_and_spend`'s statement and parameters (its answer: one row, for
+    :func:`budget_and_spend_row`)."""
+    since = db_value(ModelCall, "created", month_start())
     # In the order they appear: the month's sum, then the budget that applies.
     params: list[object] = [user_id, since]
     if exclude_run_id is not None:
         params.append(exclude_run_id)
     params += [user_id, user_id]  # the effective budget's own and group parts
-    cursor.execute(_budget_and_spend_sql(exclude_run_id is not None), params)
+    return _budget_and_spend_sql(exclude_run_id is not None), params
 
-    def answer() -> tuple[Decimal | None, Decimal]:
-        budget, spent = cursor.fetchone()
-        return _decimal(budget, 2), _decimal(spent, 8) or Decimal(0)
 
-    return answer
+def budget_and_spend_row(row: tuple[Any, Any]) -> tuple[Decimal | None, Decimal]:
+    """``(budget, spent)`` from the row :func:`budget_and_spend_statement` answers."""
+    budget, spent = row
+    return _decimal(budget, 2), _decimal(spent, 8) or Decimal(0)
 
 
 def budget_for_user(*, user_id: int) -> Decimal | None:

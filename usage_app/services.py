@@ -48,13 +48,13 @@ def model_call_fields(event: dict[str, Any]) -> dict[str, Any]:
 
 def model_call_record(*, user_id: int, run_id: int | None, event: dict[str, Any]) -> ModelCall:
     """Store one ``model_call`` event of a turn (a turn's steps write theirs with their
-    history: ``chat_app.services.run_record_events``)."""
+    history: ``chat_app.turn_store.record``)."""
     return ModelCall.objects.create(user_id=user_id, run_id=run_id, **model_call_fields(event))
 
 
 def budget_verdict(*, budget: Decimal | None, recorded: Decimal, turn_cost: float) -> str | None:
     """A message when the user's monthly budget is spent, else None, from
-    ``usage_app.selectors.budget_and_spend`` (or ``budget_and_spend_sent``) already read.
+    ``usage_app.selectors.budget_and_spend`` (or its statement, ``budget_and_spend_row``) already read.
 
     ``recorded`` counts every recorded call this month except this run's own (those are
     in ``turn_cost``, which may be ahead of what is recorded), so several processes and

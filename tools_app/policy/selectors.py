@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -13,8 +13,10 @@ from django.contrib.auth.models import AbstractBaseUser, Group
 from django.db import connection
 from django.db.models import Q
 
-from openprogram.programs.rules import PolicySet
-from openprogram_site.db_sent import query_sent
+from core.model_sql import column, table
+from openprogram.programs import registry
+from openprogram.programs._resolution_index import registry_index
+from openprogram.programs.rules import PolicySet, decide, policy_removals
 from tools_app.policy.models import (
     RULE_COLUMNS,
     AlwaysAskMark,
@@ -28,7 +30,8 @@ __all__ = [
     "policy_deny_by_default",
     "policy_for_group",
     "policy_for_user",
-    "policy_for_user_sent",
+    "policy_for_user_statement",
+    "policy_from_rows",
     "policy_rules_reaching",
     "policy_tool_verdicts",
     "policy_user_rules",
@@ -74,20 +77,24 @@ def policy_deny_by_default() -> bool:
 def policy_for_user(*, user: AbstractBaseUser) -> PolicySet:
     """The ``PolicySet`` a turn of ``user`` runs under (read fresh: an edit in the admin
     applies to the next turn in every process)."""
-    return policy_for_user_sent(user_id=user.pk)()
+    with connection.cursor() as cursor:
+        cursor.execute(*policy_for_user_statement(user_id=user.pk))
+        return policy_from_rows(cursor.fetchall())
 
 
-def policy_for_user_sent(*, user_id: int) -> Callable[[], PolicySet]:
-    """Send the one statement of :func:`policy_for_user` (the organisation's rules, those
-    of the user's groups and the user's own, the "always ask" marks and the "deny by
-    default" switch); the returned function reads it (in a pipelined block: after it)."""
-    return query_sent(_policy_sql(), [user_id, user_id], _policy_rows)
+def policy_for_user_statement(*, user_id: int) -> tuple[str, list[object]]:
+    """:func:`policy_for_user`'s one statement and parameters: the organisation's rules,
+    those of the user's groups and the user's own, the "always ask" marks and the "deny
+    by default" switch (its rows: for :func:`policy_from_rows`). Every turn's start sends
+    it (``chat_app.turn_store``)."""
+    return _policy_sql(), [user_id, user_id]
 
 
-def _policy_rows(cursor: Any) -> PolicySet:
+def policy_from_rows(rows: Iterable[Sequence[Any]]) -> PolicySet:
+    """The ``PolicySet`` :func:`policy_for_user_statement`'s rows say."""
     rules, marks, deny_by_default = [], [], False
     width = len(RULE_COLUMNS)
-    for kind, group, *values in cursor.fetchall():
+    for kind, group, *values in rows:
         if kind == 0:
             fields = dict(zip(RULE_COLUMNS, values, strict=True))
             rules.append(rule_from_values(group=group, **fields))
@@ -106,26 +113,24 @@ def _policy_rows(cursor: Any) -> PolicySet:
 def _policy_sql() -> str:
     """Rules (kind 0), marks (kind 1: the name in ``tool``) and the switch (kind 2: in
     ``condition_negate``'s place), as rows of one shape."""
-    quote = connection.ops.quote_name
-    rule = PolicyRule._meta
-    memberships = get_user_model().groups.through._meta
-    columns = ", ".join(f"r.{quote(rule.get_field(c).column)}" for c in RULE_COLUMNS)
+    memberships = get_user_model().groups.through
+    columns = ", ".join(f"r.{column(PolicyRule, c)}" for c in RULE_COLUMNS)
     blanks = ["NULL"] * len(RULE_COLUMNS)
     mark = list(blanks)
-    mark[2] = quote(AlwaysAskMark._meta.get_field("tool").column)
+    mark[2] = column(AlwaysAskMark, "tool")
     switch = list(blanks)
-    switch[len(RULE_COLUMNS) - 3] = quote(PolicySettings._meta.get_field("deny_by_default").column)
-    scope, owner = quote(rule.get_field("scope").column), quote(rule.get_field("user").column)
-    group = quote(rule.get_field("group").column)
+    switch[len(RULE_COLUMNS) - 3] = column(PolicySettings, "deny_by_default")
+    scope, owner = column(PolicyRule, "scope"), column(PolicyRule, "user")
+    group = column(PolicyRule, "group")
     return (
-        f"SELECT 0, g.{quote('name')}, {columns} FROM {quote(rule.db_table)} AS r"
-        f" LEFT JOIN {quote(Group._meta.db_table)} AS g ON g.{quote('id')} = r.{group}"
+        f"SELECT 0, g.{column(Group, 'name')}, {columns} FROM {table(PolicyRule)} AS r"
+        f" LEFT JOIN {table(Group)} AS g ON g.{column(Group, 'id')} = r.{group}"
         f" WHERE r.{scope} = 'org'"
         f" OR (r.{scope} = 'user' AND r.{owner} = %s)"
-        f" OR (r.{scope} = 'group' AND r.{group} IN (SELECT {quote('group_id')}"
-        f" FROM {quote(memberships.db_table)} WHERE {quote('user_id')} = %s))"
-        f" UNION ALL SELECT 1, NULL, {', '.join(mark)} FROM {quote(AlwaysAskMark._meta.db_table)}"
-        f" UNION ALL SELECT 2, NULL, {', '.join(switch)} FROM {quote(PolicySettings._meta.db_table)}"
+        f" OR (r.{scope} = 'group' AND r.{group} IN (SELECT {column(memberships, 'group')}"
+        f" FROM {table(memberships)} WHERE {column(memberships, 'user')} = %s))"
+        f" UNION ALL SELECT 1, NULL, {', '.join(mark)} FROM {table(AlwaysAskMark)}"
+        f" UNION ALL SELECT 2, NULL, {', '.join(switch)} FROM {table(PolicySettings)}"
         f" ORDER BY 1, 3"
     )
 
@@ -164,10 +169,6 @@ def policy_tool_verdicts(*, policy: PolicySet) -> list[dict[str, Any]]:
     a call with no arguments, and the tool's conditional rules are counted (they decide
     per call: the simulator shows them at work).
     """
-    from openprogram.programs import registry
-    from openprogram.programs._resolution_index import registry_index
-    from openprogram.programs.rules import decide, policy_removals
-
     removed = policy_removals(policy, registry_index())
     rows = []
     for tool in registry.all_tools():

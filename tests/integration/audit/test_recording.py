@@ -1,4 +1,4 @@
-"""The trail as run history's one write feeds it: verdicts, persons, rules, channels, and
+"""The trail as run history's one write (``chat_app.turn_store.record``) feeds it: verdicts, persons, rules, channels, and
 rows that outlive the conversation and the user. Holds on SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ import pytest
 
 from audit_app.models import AuditEvent
 from audit_app.recording import audit_channel, audit_run_begin
-from chat_app.models import Conversation
-from chat_app.services import conversation_create, conversation_delete, run_record_events, run_start
+from chat_app.models import Conversation, Run
+from chat_app.services import conversation_create, conversation_delete
+from chat_app.turn_store import run_finish
+from tests.integration.chat_app.store_jobs import record_now, start_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _run(owner, *, attended: bool = True):
     conversation = conversation_create(owner=owner)
-    run, _ = run_start(conversation=conversation, text="go", attended=attended)
-    return conversation, run
+    started = start_now(user=owner, conversation=conversation, text="go", attended=attended)
+    return conversation, Run.objects.get(pk=started.run_id)
 
 
 def _call(
@@ -39,8 +41,8 @@ def _call(
 
 
 def _record(run, owner, events: list[dict[str, Any]]) -> None:
-    numbered = [{**e, "seq": i + 1} for i, e in enumerate(events)]
-    run_record_events(run_id=run.pk, events=numbered, owner_id=owner.pk)
+    numbered = [{**e, "seq": i + 2} for i, e in enumerate(events)]  # seq 1: the start's user_message
+    record_now(run_id=run.pk, events=numbered, owner_id=owner.pk)
 
 
 def test_a_call_that_ran_without_asking_is_recorded_as_allowed_with_its_outcome(alice):
@@ -195,9 +197,9 @@ def test_a_call_is_recorded_once_its_facts_arrive_over_several_steps(alice):
         {"type": "approval_requested"},
         {"type": "approval_resolved", "approved": True},
     )
-    numbered = [{**e, "seq": i + 1} for i, e in enumerate(events)]
+    numbered = [{**e, "seq": i + 2} for i, e in enumerate(events)]  # seq 1: the start's user_message
     for event in numbered:
-        run_record_events(run_id=run.pk, events=[event], owner_id=alice.pk)
+        record_now(run_id=run.pk, events=[event], owner_id=alice.pk)
         assert AuditEvent.objects.count() == (1 if event["type"] == "tool_finished" else 0)
     assert AuditEvent.objects.get().arguments == {"command": "ls"}
 
@@ -214,8 +216,6 @@ def test_the_channel_of_an_api_turn_names_its_token(alice):
 def test_a_deleted_chats_calls_are_still_in_the_trail(alice):
     conversation, run = _run(alice)
     _record(run, alice, _call("c1", "read", {"path": "a"}))
-    from chat_app.services import run_finish
-
     run_finish(run_id=run.pk, status="completed", text="done")
     conversation_id = conversation.pk
     conversation_delete(conversation=conversation)

@@ -9,7 +9,7 @@ import time
 import pytest
 from channels.layers import get_channel_layer
 
-from chat_app import consumers, turns
+from chat_app import turn_store, turns
 from chat_app.consumers import CLOSE_NOT_FOUND
 from tests.integration.chat_app.conftest import close_code, of_type, open_socket, receive_until
 
@@ -21,15 +21,15 @@ pytestmark = [
 
 @pytest.fixture
 def connect_jobs(monkeypatch):
-    """The names of the database jobs sockets ran while connecting."""
+    """The turn store's calls sockets made while connecting."""
     names: list[str] = []
-    real = consumers.run_batched
+    real = turn_store.connect
 
-    async def counted(fn, /, **kwargs):
-        names.append(fn.__name__)
-        return await real(fn, **kwargs)
+    async def counted(**kwargs):
+        names.append("connect")
+        return await real(**kwargs)
 
-    monkeypatch.setattr(consumers, "run_batched", counted)
+    monkeypatch.setattr(turn_store, "connect", counted)
     return names
 
 
@@ -50,7 +50,7 @@ async def test_a_finished_turn_is_caught_up_in_the_ownership_checks_job(
     connect_jobs.clear()
     late, connected, _ = await open_socket(conversation, alice_cookie)
     catch_up = await late.receive_json_from(timeout=10)
-    assert connected and connect_jobs == ["connect_reads_sent"]
+    assert connected and connect_jobs == ["connect"]
     assert catch_up["type"] == "catch_up" and catch_up["status"] == "completed"
     kinds = [event["type"] for event in catch_up["events"]]
     assert kinds[0] == "user_message" and kinds[-1] == "assistant_message"
@@ -150,7 +150,7 @@ async def test_a_turn_of_another_conversation_started_while_a_tab_connects_costs
     late, connected, _ = await open_socket(conversation, alice_cookie)
     await late.receive_nothing(timeout=0.3)  # no run yet: no catch-up frame
     # The other conversation's start does not make this one's catch-up stale.
-    assert connected and not armed[0] and connect_jobs == ["connect_reads_sent"]
+    assert connected and not armed[0] and connect_jobs == ["connect"]
     await _turn_done(busy, other.pk)
     await busy.disconnect()
     await late.disconnect()

@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from chat_app.models import Conversation, Run, RunEvent
-from chat_app.services import ORPHANED_RUN_ERROR, runs_close_at_startup
 from chat_app.turn_events import _FLUSH_AFTER_SECONDS, _FLUSH_SHARED_SECONDS
+from chat_app.turn_store import ORPHANED_RUN_ERROR, runs_close_at_startup
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

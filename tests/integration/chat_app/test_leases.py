@@ -15,12 +15,9 @@ from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
+from chat_app import turn_store
 from chat_app.models import Message, Run, RunEvent
-from chat_app.services import (
-    ORPHANED_RUN_ERROR,
-    run_expire_orphans,
-    run_renew_lease,
-)
+from chat_app.turn_store import ORPHANED_RUN_ERROR, run_expire_orphans
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,14 +50,16 @@ def test_a_fresh_lease_is_left_running(conversation):
     assert run.status == "running" and run.error == ""
 
 
-def test_renewing_moves_the_lease_forward_only_while_the_run_is_running(conversation, settings):
+async def test_renewing_moves_the_lease_forward_only_while_the_run_is_running(
+    conversation, settings
+):
     settings.CHAT_RUN_LEASE_SECONDS = 60
-    run = _running_run(conversation, lease_seconds=1)
-    assert run_renew_lease(run_id=run.pk)
-    run.refresh_from_db()
+    run = await database_sync_to_async(_running_run)(conversation, lease_seconds=1)
+    assert await turn_store.renew_lease(run_id=run.pk)
+    await run.arefresh_from_db()
     assert run.lease_until > timezone.now() + timedelta(seconds=50)
-    Run.objects.filter(pk=run.pk).update(status="error")
-    assert not run_renew_lease(run_id=run.pk)
+    await Run.objects.filter(pk=run.pk).aupdate(status="error")
+    assert not await turn_store.renew_lease(run_id=run.pk)
 
 
 def test_a_page_load_closes_a_run_whose_lease_expired(alice_client, conversation):

@@ -1,41 +1,36 @@
-"""Conversation and run services: titles, remembered choices, event bookkeeping."""
+"""Conversation services and the turn store's bookkeeping: titles, remembered choices,
+the rows that summarise a run's events."""
 
 from __future__ import annotations
 
 import pytest
 
-from chat_app.models import Conversation, RunEvent, ToolCallRecord
+from chat_app.models import Conversation, Run, RunEvent, ToolCallRecord
 from chat_app.schemas import TurnOptions
-from chat_app.services import (
-    NO_AGENT,
-    conversation_apply_options,
-    run_finish,
-    run_record_events,
-    run_start,
-)
+from chat_app.services import NO_AGENT, conversation_apply_options
+from chat_app.turn_store import run_finish
 from core.api_errors import ConflictError
+from tests.integration.chat_app.store_jobs import record_now, start_now
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_title_comes_from_the_first_message(conversation):
-    run, _ = run_start(
-        conversation=conversation,
-        text="Please help me   plan a trip to the mountains next summer with friends",
-        attended=True,
-    )
-    run_finish(run_id=run.pk, status="completed", text="ok")
+    owner = conversation.owner
+    text = "Please help me   plan a trip to the mountains next summer with friends"
+    started = start_now(user=owner, conversation=conversation, text=text)
+    run_finish(run_id=started.run_id, status="completed", text="ok")
     conversation.refresh_from_db()
     assert conversation.title == "Please help me plan a trip to the mountains next…"
-    run_start(conversation=conversation, text="another question", attended=True)
+    start_now(user=owner, conversation=conversation, text="another question")
     conversation.refresh_from_db()
     assert conversation.title.startswith("Please help me")
 
 
 def test_only_one_turn_runs_per_conversation(conversation):
-    run_start(conversation=conversation, text="one", attended=True)
+    start_now(user=conversation.owner, conversation=conversation, text="one")
     with pytest.raises(ConflictError, match="already running"):
-        run_start(conversation=conversation, text="two", attended=True)
+        start_now(user=conversation.owner, conversation=conversation, text="two")
 
 
 def test_the_agent_profile_is_chosen_and_cleared(conversation, alice):
@@ -64,8 +59,8 @@ def test_bobs_agent_profile_cannot_be_picked_by_alice(conversation, bob):
 
 
 def test_events_keep_the_tool_call_rows_and_todos_in_step(conversation):
-    run, _ = run_start(conversation=conversation, text="go", attended=True)
-    run_record_events(
+    run = Run.objects.create(conversation=conversation, model="offline")
+    record_now(
         run_id=run.pk,
         events=[
             {
@@ -85,7 +80,7 @@ def test_events_keep_the_tool_call_rows_and_todos_in_step(conversation):
         ],
     )
     assert ToolCallRecord.objects.get(run=run, call_id="c1").status == "awaiting_approval"
-    run_record_events(
+    record_now(
         run_id=run.pk,
         events=[
             {
@@ -115,8 +110,8 @@ def test_events_keep_the_tool_call_rows_and_todos_in_step(conversation):
 
 
 def test_finishing_a_stopped_run_closes_its_open_calls_and_keeps_partial_text(conversation):
-    run, _ = run_start(conversation=conversation, text="go", attended=True)
-    run_record_events(
+    run = Run.objects.create(conversation=conversation, model="offline")
+    record_now(
         run_id=run.pk,
         events=[
             {
@@ -135,8 +130,8 @@ def test_finishing_a_stopped_run_closes_its_open_calls_and_keeps_partial_text(co
 
 
 def test_a_nested_call_keeps_its_parent(conversation):
-    run, _ = run_start(conversation=conversation, text="go", attended=True)
-    run_record_events(
+    run = Run.objects.create(conversation=conversation, model="offline")
+    record_now(
         run_id=run.pk,
         events=[
             {
@@ -161,9 +156,9 @@ def test_a_nested_call_keeps_its_parent(conversation):
 
 
 def test_a_call_announced_again_keeps_one_row_with_what_was_said_last(conversation):
-    run, _ = run_start(conversation=conversation, text="go", attended=True)
+    run = Run.objects.create(conversation=conversation, model="offline")
     started = {"type": "tool_call_started", "call_id": "c1", "name": "read"}
-    run_record_events(
+    record_now(
         run_id=run.pk,
         events=[
             {**started, "seq": 1, "arguments": {"path": "a.txt"}},
@@ -192,8 +187,8 @@ def test_a_call_announced_again_keeps_one_row_with_what_was_said_last(conversati
 
 
 def test_a_call_that_finished_without_being_announced_still_gets_its_row(conversation):
-    run, _ = run_start(conversation=conversation, text="go", attended=True)
-    run_record_events(
+    run = Run.objects.create(conversation=conversation, model="offline")
+    record_now(
         run_id=run.pk,
         events=[
             {

@@ -10,9 +10,9 @@ import pytest
 from channels.layers import get_channel_layer
 from django.db import IntegrityError
 
-from chat_app.db_batch import run_batched
 from chat_app.models import Conversation, Run, RunEvent
 from chat_app.turn_events import _FLUSH_SHARED_SECONDS
+from chat_app.turn_store._batch import batched
 from chat_app.turns import ActiveTurn, events_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,7 +22,9 @@ class _Refused(Exception):
     pass
 
 
-def _retitle(*, conversation_id: int, title: str, then_fail: bool = False) -> str:
+def _retitle(*, conversation_id: int, title: str, then_fail: bool = False):
+    """A store job (chat_app/turn_store/_batch.py) of one reading step."""
+    yield
     Conversation.objects.filter(pk=conversation_id).update(title=title)
     if then_fail:
         raise _Refused(title)
@@ -35,9 +37,9 @@ async def test_a_failing_job_fails_alone_and_the_jobs_batched_with_it_are_kept(a
     ]
 
     results = await asyncio.gather(
-        run_batched(_retitle, conversation_id=first.pk, title="one"),
-        run_batched(_retitle, conversation_id=second.pk, title="two", then_fail=True),
-        run_batched(_retitle, conversation_id=third.pk, title="three"),
+        batched(_retitle, conversation_id=first.pk, title="one"),
+        batched(_retitle, conversation_id=second.pk, title="two", then_fail=True),
+        batched(_retitle, conversation_id=third.pk, title="three"),
         return_exceptions=True,
     )
 

@@ -6,11 +6,12 @@ from datetime import timedelta
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connection, transaction
 from django.utils import timezone
 
 from chat_app.models import Run
 from chat_app.services import conversation_create
-from chat_app.turn_limits import RUNNING_RETRY_AFTER, turn_start_allow_sent
+from chat_app.turn_limits import RUNNING_RETRY_AFTER, owner_turns_statement, turn_start_verdict
 from core.api_errors import ThrottledError
 from tests.integration.chat_app.conftest import of_type, open_socket, receive_until
 
@@ -18,6 +19,14 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("asgi_application", "no_leftover_turns"),
 ]
+
+
+def turn_start_allow(*, owner_id: int) -> None:
+    """The limits' verdict for ``owner_id`` starting a turn now (one statement)."""
+    now = timezone.now()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(*owner_turns_statement(owner_id=owner_id, now=now))
+        turn_start_verdict(cursor.fetchone(), now=now)
 
 
 def _refusal(frame: dict) -> bool:
@@ -83,10 +92,10 @@ def test_a_run_whose_lease_ran_out_holds_no_slot(alice, settings):
     _runs(alice, count=1, status="running")
     _runs(alice, count=3, status="running", lease_until=timezone.now() - timedelta(seconds=1))
     _runs(alice, count=3, status="completed")
-    turn_start_allow_sent(owner_id=alice.pk)()  # one live run of two allowed
+    turn_start_allow(owner_id=alice.pk)  # one live run of two allowed
     _runs(alice, count=1, status="running")
     with pytest.raises(ThrottledError, match="2 at once is the limit") as refused:
-        turn_start_allow_sent(owner_id=alice.pk)()
+        turn_start_allow(owner_id=alice.pk)
     assert refused.value.retry_after == RUNNING_RETRY_AFTER
 
 
@@ -97,10 +106,10 @@ def test_the_minute_limit_counts_the_last_minute_and_says_when_to_retry(alice, b
     _runs(bob, count=5, status="completed", started=now - timedelta(seconds=5))
     _runs(alice, count=1, status="completed", started=now - timedelta(seconds=40))
     _runs(alice, count=1, status="completed", started=now - timedelta(seconds=10))
-    turn_start_allow_sent(owner_id=alice.pk)()  # two in the last minute (bob's do not count)
+    turn_start_allow(owner_id=alice.pk)  # two in the last minute (bob's do not count)
     _runs(alice, count=1, status="completed", started=now - timedelta(seconds=2))
     with pytest.raises(ThrottledError, match="3 a minute is the limit") as refused:
-        turn_start_allow_sent(owner_id=alice.pk)()
+        turn_start_allow(owner_id=alice.pk)
     # The third latest start (40 s ago) leaves the window in about 20 s.
     assert 18 <= refused.value.retry_after <= 21
 

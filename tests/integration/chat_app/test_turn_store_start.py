@@ -1,4 +1,5 @@
-"""A turn's start (chat_app/turn_inputs.py): what it reads and writes, in how few statements."""
+"""A turn's start (chat_app/turn_store/_start.py): what it reads and writes, in how few
+statements and round trips."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from chat_app.db_batch import answered
 from chat_app.models import Conversation, Message, Run
 from chat_app.schemas import TurnOptions
 from chat_app.services import conversation_create
-from chat_app.turn_inputs import turn_prepare_sent
+from chat_app.turn_store import run_finish
+from chat_app.turn_store._batch import _run_jobs
+from chat_app.turn_store._start import start_job
 from core.api_errors import NotFoundError
 from tools_app.models import AgentProfile, Tool, ToolProfile
 
@@ -18,12 +20,12 @@ pytestmark = pytest.mark.django_db
 
 BASE_STATEMENTS = 11
 """Conversation lock, profiles + global disables (one), the team policy (one: rules,
-marks and the switch, ``tools_app.policy.selectors.policy_for_user``), running runs, the turn limits
-(one: owner lock, running count and the last minute's starts), INSERT run, INSERT
-message, one conversation UPDATE (title, updated and the composer's choices), history,
-the budget, INSERT the turn's first event (its user_message, seq 1: the turn then writes
-no history job of its own before its first model request). Was 11 with the limits' three
-statements, and the first event cost a history job of its own."""
+marks and the switch, ``tools_app.policy.selectors.policy_for_user_statement``), running
+runs, the turn limits (one: owner lock, running count and the last minute's starts),
+INSERT run, INSERT message, one conversation UPDATE (title, updated and the composer's
+choices), history, the budget (one: the user's, the default's and the groups'), INSERT
+the turn's first event (its user_message, seq 1: the turn then writes no history job of
+its own before its first model request)."""
 
 
 def _start_statements() -> int:
@@ -32,14 +34,22 @@ def _start_statements() -> int:
     return BASE_STATEMENTS + (connection.vendor == "postgresql")
 
 
-def turn_prepare(**kwargs):
-    """A start on its own, in a transaction of its own, as a batch of one runs it."""
-    with transaction.atomic(savepoint=False):
-        return answered(turn_prepare_sent(**kwargs))
+def _statements(queries: CaptureQueriesContext) -> int:
+    """Statements captured, the savepoints of the test's own transaction left out."""
+    savepoints = ("SAVEPOINT", "RELEASE SAVEPOINT")
+    return len([q for q in queries.captured_queries if not q["sql"].startswith(savepoints)])
+
+
+def start_in_a_batch_of_one(**kwargs):
+    """A start on its own, as a batch of one runs it (in the test's thread)."""
+    ((ok, result),) = _run_jobs([(start_job, kwargs)])
+    if not ok:
+        raise result
+    return result
 
 
 def _prepare(user, conversation_id, **options):
-    return turn_prepare(
+    return start_in_a_batch_of_one(
         user=user,
         conversation_id=conversation_id,
         text="hello there",
@@ -53,7 +63,7 @@ def test_a_turn_start_as_the_socket_sends_it_costs_eleven_statements(alice):
     conversation = conversation_create(owner=alice, model="offline")
     with CaptureQueriesContext(connection) as queries:
         _prepare(alice, conversation.pk, model="offline")
-    assert len(queries.captured_queries) == _start_statements()
+    assert _statements(queries) == _start_statements()
 
 
 def test_a_named_profile_and_changed_toggles_cost_nothing_extra(alice):
@@ -62,7 +72,7 @@ def test_a_named_profile_and_changed_toggles_cost_nothing_extra(alice):
     with CaptureQueriesContext(connection) as queries:
         prepared = _prepare(alice, conversation.pk, profile="mine", plan_mode=True, tools_on=False)
     # Checking the chosen profile reads it once more (validation), nothing else is added.
-    assert len(queries.captured_queries) == _start_statements() + 1
+    assert _statements(queries) == _start_statements() + 1
     stored = Conversation.objects.get(pk=conversation.pk)
     assert (stored.profile_name, stored.plan_mode, stored.tools_on, stored.title) == (
         "mine",
@@ -204,7 +214,7 @@ def test_a_turn_start_sends_its_statements_in_two_round_trips_on_postgresql(alic
 def _start_jobs(*starts):
     return [
         (
-            turn_prepare_sent,
+            start_job,
             {
                 "user": user,
                 "conversation_id": conversation.pk,
@@ -219,10 +229,9 @@ def _start_jobs(*starts):
 
 
 def test_a_batch_of_starts_costs_postgresql_two_round_trips_whatever_its_size(alice, bob):
-    """Starts queued together (``chat_app.db_batch``) share the two pipelines: 2 round
+    """Starts queued together (``chat_app.turn_store._batch``) share the two pipelines: 2 round
     trips for the batch, not 2 (or, before, 7) per start, and each start's rows are its
     own."""
-    from chat_app.db_batch import _run_jobs
     from chat_app.models import RunEvent
 
     chats = [conversation_create(owner=owner, model="offline") for owner in (alice, bob, alice)]
@@ -251,7 +260,6 @@ def test_two_starts_of_one_owner_in_one_batch_count_against_each_other(alice, bo
     """The limits are counted after the start's own run INSERT, leaving it out, in the
     batch's transaction: an earlier start of the same batch counts, exactly as if the two
     had gone one after the other."""
-    from chat_app.db_batch import _run_jobs
     from core.api_errors import ThrottledError
 
     settings.OPENPROGRAM_MAX_CONCURRENT_TURNS = settings.OPENPROGRAM_TURNS_PER_MINUTE = 0
@@ -272,9 +280,8 @@ def test_two_starts_of_one_owner_in_one_batch_count_against_each_other(alice, bo
 def test_a_start_in_a_batch_closes_its_conversations_orphaned_run_first(alice):
     """A run a stopped server left running is closed under the lock before the new run
     opens, as one by one: its partial reply comes before the new question in history."""
-    from chat_app.db_batch import _run_jobs
     from chat_app.models import RunEvent
-    from chat_app.run_lifecycle import ORPHANED_RUN_ERROR
+    from chat_app.turn_store import ORPHANED_RUN_ERROR
 
     chat = conversation_create(owner=alice, model="offline")
     other = conversation_create(owner=alice, model="offline")
@@ -289,9 +296,6 @@ def test_a_start_in_a_batch_closes_its_conversations_orphaned_run_first(alice):
 
 
 def test_an_edit_in_a_batch_supersedes_the_replaced_run_before_the_history_is_read(alice):
-    from chat_app.db_batch import _run_jobs
-    from chat_app.services import run_finish
-
     chat = conversation_create(owner=alice, model="offline")
     first = _prepare(alice, chat.pk)
     run_finish(run_id=first.run_id, status="completed", text="first answer")
@@ -320,13 +324,11 @@ def test_a_turn_starts_first_event_is_in_history_with_its_run(alice):
 
 
 def test_a_turn_starts_history_is_the_earlier_turns_without_its_own_message(alice):
-    from chat_app.services import run_finish
-
     conversation = conversation_create(owner=alice, model="offline")
     first = _prepare(alice, conversation.pk)
     assert first.request_kwargs["history"] == []
     run_finish(run_id=first.run_id, status="completed", text="hi, alice")
-    second = turn_prepare(
+    second = start_in_a_batch_of_one(
         user=alice,
         conversation_id=conversation.pk,
         text="and again",

@@ -1,5 +1,5 @@
-"""A socket's connect reads (chat_app/catch_up.py): ownership and the latest run's catch-up
-in one statement, keyed by the owner; on PostgreSQL sent in a batch's pipeline."""
+"""A socket's connect reads (chat_app/turn_store/_reads.py): ownership and the latest run's
+catch-up in one statement, keyed by the owner; on PostgreSQL sent in a batch's pipeline."""
 
 from __future__ import annotations
 
@@ -10,18 +10,28 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from chat_app.catch_up import NOT_READ, connect_reads_sent
-from chat_app.db_batch import SendMore, read_after_send, run_batched, write_only
-from chat_app.models import Conversation, Run, RunEvent
+from chat_app import turn_store
+from chat_app.models import Conversation, Message, Run, RunEvent
 from chat_app.selectors import run_events
-from chat_app.services import conversation_create, run_finish, run_start
+from chat_app.services import conversation_create
+from chat_app.turn_store import NOT_READ, run_finish
+from chat_app.turn_store._batch import batched, run_alone
+from chat_app.turn_store._reads import connect_job
+from tests.integration.chat_app.store_jobs import first_in_line, logged_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _run_start(conversation: Conversation, text: str) -> Run:
+    """A running run with its user message, as a turn's start leaves it."""
+    run = Run.objects.create(conversation=conversation, model="offline")
+    Message.objects.create(conversation=conversation, run=run, role="user", text=text)
+    return run
+
+
 def _finished_run(owner) -> tuple[Conversation, Run]:
     conversation = conversation_create(owner=owner)
-    run, _ = run_start(conversation=conversation, text="hello", attended=True)
+    run = _run_start(conversation, "hello")
     RunEvent.objects.bulk_create(
         [
             RunEvent(run=run, seq=1, type="user_message", payload={"text": "hello"}),
@@ -36,7 +46,7 @@ def _finished_run(owner) -> tuple[Conversation, Run]:
 
 
 def _connect_reads(owner_id: int, public_id, **kwargs):
-    return connect_reads_sent(owner_id=owner_id, public_id=public_id, **kwargs)()
+    return run_alone(connect_job(owner_id=owner_id, public_id=public_id, **kwargs))
 
 
 def test_ownership_and_the_whole_catch_up_are_one_statement(alice):
@@ -59,7 +69,7 @@ def test_ownership_and_the_whole_catch_up_are_one_statement(alice):
 
 def test_the_catch_up_is_of_the_latest_run_only(alice):
     conversation, _ = _finished_run(alice)
-    second, _ = run_start(conversation=conversation, text="again", attended=True)
+    second = _run_start(conversation, "again")
     RunEvent.objects.create(run=second, seq=1, type="user_message", payload={"text": "again"})
     run_finish(run_id=second.pk, status="completed", text="ok")
     _, frame = _connect_reads(alice.pk, conversation.public_id, catch_up=True)
@@ -105,7 +115,7 @@ def test_several_processes_read_the_catch_up_after_joining(alice):
 
 def test_a_run_left_running_by_a_dead_server_is_closed_and_caught_up_as_closed(alice):
     conversation = conversation_create(owner=alice)
-    run, _ = run_start(conversation=conversation, text="hello", attended=True)
+    run = _run_start(conversation, "hello")
     RunEvent.objects.create(run=run, seq=1, type="user_message", payload={"text": "hello"})
     owned, frame = _connect_reads(alice.pk, conversation.public_id, catch_up=True)
     assert owned == conversation.pk
@@ -113,57 +123,17 @@ def test_a_run_left_running_by_a_dead_server_is_closed_and_caught_up_as_closed(a
     assert [e["type"] for e in frame["events"]] == ["user_message"]
 
 
-def _first_in_line() -> None:
-    """A job that starts a batch alone, so the jobs gathered after it share the next one."""
-
-
-@write_only
-def _a_write() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-
-
-@read_after_send
-def _recorded(*, job, log: list[tuple[str, bool]], **kwargs):
-    """``job`` as a batch runs it, each statement logged with whether it was pipelined."""
-
-    def record(execute, sql, params, many, context):
-        on_pg = connection.vendor == "postgresql"
-        log.append((sql, bool(on_pg and connection.connection.pgconn.pipeline_status)))
-        return execute(sql, params, many, context)
-
-    def logged(step):
-        def run(**step_kwargs):
-            with connection.execute_wrapper(record):
-                return step(**step_kwargs)
-
-        return run
-
-    def followed(result):
-        # A reader's dependent statement (db_batch.SendMore): logged as well.
-        if not isinstance(result, SendMore):
-            return result
-
-        def send():
-            reader = logged(result.send)()
-            return lambda: followed(logged(reader)())
-
-        return SendMore(send)
-
-    read = logged(job)(**kwargs)
-    return lambda: followed(logged(read)())
-
-
 async def test_a_connect_batched_with_writes_rides_their_pipeline(alice):
     conversation, run = await asyncio.to_thread(_finished_run_closing, alice)
     log: list[tuple[str, bool]] = []
 
+    other = await asyncio.to_thread(_finished_run_closing, alice)
     results = await asyncio.gather(
-        run_batched(_first_in_line),
-        run_batched(_a_write),
-        run_batched(
-            _recorded,
-            job=connect_reads_sent,
+        first_in_line(),
+        turn_store.record(run_id=other[1].pk, owner_id=alice.pk, events=[_delta(9)]),
+        batched(
+            logged_job,
+            job=connect_job,
             log=log,
             owner_id=alice.pk,
             public_id=conversation.public_id,
@@ -175,6 +145,10 @@ async def test_a_connect_batched_with_writes_rides_their_pipeline(alice):
     assert owned == conversation.pk and frame["run_id"] == run.pk
     # One statement; on PostgreSQL in the batch's one pipeline, not a round trip of its own.
     assert [pipelined for _, pipelined in log] == [connection.vendor == "postgresql"]
+
+
+def _delta(seq: int) -> dict:
+    return {"seq": seq, "type": "text_delta", "text": "more"}
 
 
 def _finished_run_closing(owner):

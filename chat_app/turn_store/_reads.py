@@ -1,28 +1,30 @@
-"""A socket's connect reads: ownership and the latest run's catch-up in one statement.
+"""The turn store's reads: a socket's connect (ownership and catch-up), the budget check,
+an API turn's token re-check.
 
 Every socket connect checks that its user owns the conversation and, on one process,
 reads the catch-up of the conversation's latest run: its status, its events, and the
-tool lists its ``tools_resolved`` event gets back from the run row. One by one that
-was two to four statements, each a round trip on PostgreSQL waited out on the one
-database thread. Here it is one statement, keyed by the owner and the public id
-together, so a conversation of someone else's yields no row and none of its events are
-read. It is a ``db_batch.read_after_send`` job: on PostgreSQL it goes out in the
-batch's pipeline with the running turns' history writes and is read after it.
+tool lists its ``tools_resolved`` event gets back from the run row. That is one
+statement, keyed by the owner and the public id together, so a conversation of someone
+else's yields no row and none of its events are read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 from uuid import UUID
 
-from chat_app.db_batch import read_after_send
-from chat_app.models import Conversation, Run, RunEvent
-from chat_app.raw_sql import column, db_value, python_value, table
-from openprogram_site.db_sent import query_sent
+from django.contrib.auth import get_user_model
 
-__all__ = ["NOT_READ", "connect_reads_sent"]
+from accounts.models import ApiToken
+from chat_app.models import Conversation, Run, RunEvent
+from chat_app.turn_store._batch import Job, send
+from core.model_sql import column, db_value, python_value, table
+from usage_app.selectors import budget_and_spend_row, budget_and_spend_statement
+from usage_app.services import budget_verdict
+
+__all__ = ["NOT_READ", "budget_job", "connect_job", "token_job"]
 
 NOT_READ: Any = object()
 """No catch-up was read (several processes, or a turn of the conversation in flight): the
@@ -31,44 +33,39 @@ socket reads it after joining the conversation's group."""
 _RUN_LISTS = ("tools", "deferred", "explain")
 
 
-@read_after_send
-def connect_reads_sent(
+def connect_job(
     *, owner_id: int, public_id: str | UUID, catch_up: bool, even_in_flight: bool = False
-) -> Callable[[], tuple[int | None, Any]]:
-    """Send the connect's read; the returned function gives ``(key, frame)``: the
-    conversation's key if ``owner_id`` owns it (else ``(None, NOT_READ)``) and its
-    catch-up frame (None when it has no run yet). The frame is ``NOT_READ`` without
-    ``catch_up``, and while a turn of the conversation is in flight unless
-    ``even_in_flight`` (its events may not all be in history yet)."""
+) -> Job[tuple[int | None, Any]]:
+    """``(key, frame)``: the conversation's key if ``owner_id`` owns it (else
+    ``(None, NOT_READ)``) and its catch-up frame (None when it has no run yet). The frame
+    is ``NOT_READ`` without ``catch_up``, and while a turn of the conversation is in
+    flight unless ``even_in_flight`` (its events may not all be in history yet)."""
+    # chat_app.turns runs turns through this store: its registry is read at call time.
+    from chat_app.turns import turn_in_flight
+
     try:
         key = public_id if isinstance(public_id, UUID) else UUID(str(public_id))
     except ValueError:  # a malformed id is simply not found
-        return lambda: (None, NOT_READ)
-    answer = _rows_sent(owner_id=owner_id, key=key, events=catch_up)
-
-    def read() -> tuple[int | None, Any]:
-        from chat_app.turns import turn_in_flight
-
-        rows = answer()
-        if not rows or rows[0][0] != 0:  # the header row comes first, if the owner's
-            return None, NOT_READ
-        owned = rows[0][1]
-        if not catch_up or (turn_in_flight(owned) and not even_in_flight):
-            return owned, NOT_READ
-        return owned, _frame(owner_id=owner_id, key=key, rows=rows)
-
-    return read
+        return None, NOT_READ
+    sent = _connect_send(owner_id=owner_id, key=key, events=catch_up)
+    yield
+    rows = sent.all()
+    if not rows or rows[0][0] != 0:  # the header row comes first, if the owner's
+        return None, NOT_READ
+    owned = rows[0][1]
+    if not catch_up or (turn_in_flight(owned) and not even_in_flight):
+        return owned, NOT_READ
+    return owned, _frame(owner_id=owner_id, key=key, rows=rows)
 
 
-def _rows_sent(*, owner_id: int, key: UUID, events: bool) -> Callable[[], list[Sequence[Any]]]:
+def _connect_send(*, owner_id: int, key: UUID, events: bool) -> Any:
     public_id = db_value(Conversation, "public_id", key)
-    params = [owner_id, public_id] * (2 if events else 1)
-    return query_sent(_connect_sql(events), params, lambda cursor: list(cursor.fetchall()))
+    return send(_connect_sql(events), [owner_id, public_id] * (2 if events else 1))
 
 
 def _frame(*, owner_id: int, key: UUID, rows: list[Sequence[Any]]) -> dict[str, Any] | None:
-    from chat_app.services import run_abandon_orphans, run_expire_orphans
-    from chat_app.turns import active_turn, single_process_layer
+    from chat_app.turn_store._orphans import run_abandon_orphans, run_expire_orphans
+    from chat_app.turns import active_turn, single_process_layer  # see connect_job
 
     owned, run_id, status = rows[0][1], rows[0][2], rows[0][3]
     if run_id is None:
@@ -80,7 +77,7 @@ def _frame(*, owner_id: int, key: UUID, rows: list[Sequence[Any]]) -> dict[str, 
         else:
             closed = run_expire_orphans(conversation_id=owned)
         if closed:
-            rows = _rows_sent(owner_id=owner_id, key=key, events=True)()
+            rows = _connect_send(owner_id=owner_id, key=key, events=True).all()
             if not rows or rows[0][2] is None:
                 return None
             run_id, status = rows[0][2], rows[0][3]
@@ -129,3 +126,29 @@ def _connect_sql(events: bool) -> str:
         f"INNER JOIN {conversation} c ON l.{of_conversation} = c.{c_id} WHERE {owned} {latest}) "
         f"ORDER BY 1, 2"
     )
+
+
+def token_job(*, token_id: int) -> Job[bool]:
+    """Is the API token there and its user active (``turn_store.token_in_force``)?"""
+    sent = send(_token_sql(), [token_id, True])
+    yield
+    return sent.one() is not None
+
+
+@cache
+def _token_sql() -> str:
+    user = get_user_model()
+    return (
+        f"SELECT 1 FROM {table(ApiToken)} t INNER JOIN {table(user)} u "
+        f"ON u.{column(user, user._meta.pk.name)} = t.{column(ApiToken, 'user')} "
+        f"WHERE t.{column(ApiToken, 'id')} = %s AND u.{column(user, 'is_active')} = %s"
+    )
+
+
+def budget_job(*, user_id: int, run_id: int | None, turn_cost: float) -> Job[str | None]:
+    """The owner's budget verdict (``usage_app.services.budget_verdict``) before a model
+    call: this run's own calls are in ``turn_cost``, not counted twice."""
+    sent = send(*budget_and_spend_statement(user_id=user_id, exclude_run_id=run_id))
+    yield
+    budget, recorded = budget_and_spend_row(sent.one())
+    return budget_verdict(budget=budget, recorded=recorded, turn_cost=turn_cost)
