@@ -13,6 +13,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from chat_app.models import Conversation
 from chat_app.schemas import TurnOptions
 from core.api_errors import UnprocessableError
+from tools_app.models import AgentProfile
+from tools_app.selectors import profile_names
 
 __all__ = [
     "NO_AGENT",
@@ -26,8 +28,6 @@ NO_AGENT = 0
 
 
 def check_profile(owner: AbstractBaseUser, name: str) -> None:
-    from tools_app.selectors import profile_names
-
     if name not in profile_names(owner=owner):
         raise UnprocessableError(f"tool profile {name!r} does not exist")
 
@@ -39,8 +39,6 @@ def check_model(model: str) -> None:
 
 
 def check_agent_profile(owner: AbstractBaseUser, agent_profile_id: int) -> None:
-    from tools_app.models import AgentProfile
-
     if not AgentProfile.objects.filter(owner=owner, pk=agent_profile_id).exists():
         raise UnprocessableError(f"agent profile {agent_profile_id!r} does not exist")
 

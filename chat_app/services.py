@@ -21,6 +21,7 @@ from chat_app.models import TITLE_MAX, Conversation
 from chat_app.schemas import TurnOptions
 from chat_app.turn_store import run_expire_orphans
 from core.api_errors import ConflictError, UnprocessableError
+from tools_app.selectors import active_profile_name
 
 __all__ = [
     "NO_AGENT",
@@ -40,8 +41,6 @@ def conversation_create(
     model: str | None = None,
     agent_profile: int | None = None,
 ) -> Conversation:
-    from tools_app.selectors import active_profile_name
-
     profile_name = profile or active_profile_name(owner=owner)
     check_profile(owner, profile_name)
     chosen_model = model or preferred_model(user=owner)

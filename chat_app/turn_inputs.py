@@ -8,6 +8,8 @@ import dataclasses
 import functools
 from typing import Any
 
+from openprogram.agent.events import TurnRequest
+
 __all__ = ["PreparedTurn", "turn_request_kwargs"]
 
 
@@ -36,6 +38,4 @@ def turn_request_kwargs(values: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def _request_fields() -> frozenset[str]:
-    from openprogram.agent.events import TurnRequest
-
     return frozenset(f.name for f in dataclasses.fields(TurnRequest))

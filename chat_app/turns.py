@@ -17,17 +17,17 @@ Every event is numbered, written to run history and then sent to the group
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import logging
 import time
 from typing import Any
 
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 
 from audit_app.recording import audit_run_begin
 from chat_app import turn_store
+from chat_app.approvals import tool_always_asks
 from chat_app.explain import explain_compact
 from chat_app.leases import lease_keep
 from chat_app.markdown import render_markdown
@@ -35,6 +35,20 @@ from chat_app.model_titles import title_after_turn
 from chat_app.schemas import TurnOptions
 from chat_app.turn_control import ControlAction, TurnControl, control_group, turn_control_send
 from chat_app.turn_events import TurnEvents
+from chat_app.turn_registry import (
+    active_turn,
+    flight_begin,
+    flight_end,
+    single_process_layer,
+    turn_hold,
+    turn_in_flight,
+    turn_release,
+    turn_started_since,
+    turns_started,
+)
+from core.api_errors import ConflictError
+from openprogram.agent.dispatcher import process_user_turn
+from openprogram.agent.events import TurnRequest
 
 __all__ = [
     "ActiveTurn",
@@ -53,63 +67,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_active: dict[int, ActiveTurn] = {}
-_in_flight: collections.Counter[int] = collections.Counter()
-"""Turns per conversation from their start until their task has ended (every event
-written): longer than ``_active``, which a turn leaves before its reply is stored."""
-_starts = 0
-_last_starts: dict[int, int] = {}
-"""Each conversation's latest start, as the value of ``_starts`` it took, oldest first;
-only the latest 4096 kept (``_forgotten`` is the newest one dropped)."""
-_LAST_STARTS_KEPT = 4096
-_forgotten = 0
-
 
 def events_group(conversation_id: int) -> str:
     return f"chat.{conversation_id}"
-
-
-def active_turn(conversation_id: int) -> ActiveTurn | None:
-    """The turn this process is running for ``conversation_id``, if any."""
-    return _active.get(conversation_id)
-
-
-def turn_in_flight(conversation_id: int) -> bool:
-    """True from a turn's start in this process until its last event is in history."""
-    return _in_flight[conversation_id] > 0
-
-
-def turns_started() -> int:
-    """How many turns this process has started (a connecting socket compares two reads)."""
-    return _starts
-
-
-def turn_started_since(conversation_id: int, starts: int) -> bool:
-    """True if a turn of ``conversation_id`` may have started in this process after
-    :func:`turns_started` returned ``starts`` (a connecting socket: turns of other
-    conversations do not make its catch-up stale)."""
-    return _last_starts.get(conversation_id, _forgotten) > starts
-
-
-def _flight_begin(conversation_id: int) -> None:
-    global _starts, _forgotten
-    _starts += 1
-    _last_starts.pop(conversation_id, None)
-    _last_starts[conversation_id] = _starts
-    if len(_last_starts) > _LAST_STARTS_KEPT:
-        _forgotten = _last_starts.pop(next(iter(_last_starts)))
-    _in_flight[conversation_id] += 1
-
-
-def _flight_end(conversation_id: int) -> None:
-    _in_flight[conversation_id] -= 1
-    if _in_flight[conversation_id] <= 0:
-        del _in_flight[conversation_id]
-
-
-def single_process_layer() -> bool:
-    """True when no other process can be running turns (the in-memory channel layer)."""
-    return isinstance(get_channel_layer(), InMemoryChannelLayer)
 
 
 @dataclasses.dataclass
@@ -155,8 +115,6 @@ class ActiveTurn(TurnEvents, TurnControl):
         finished_seen = False
         try:
             await self.relay_recorded(first_event)
-            from openprogram.agent.dispatcher import process_user_turn
-
             async for event in process_user_turn(self.request):
                 data = event.to_dict()
                 if data["type"] == "tools_resolved":
@@ -209,8 +167,6 @@ class ActiveTurn(TurnEvents, TurnControl):
     def _annotate_call(self, data: dict[str, Any]) -> None:
         """What the page needs beyond the framework's event: may a grant cover the tool,
         and was a call cut off by Stop (shown as stopped, with the time it had run)."""
-        from chat_app.approvals import tool_always_asks
-
         call_id = data.get("call_id", "")
         if data["type"] == "tool_call_started":
             self._call_started[call_id] = time.monotonic()
@@ -288,8 +244,7 @@ class ActiveTurn(TurnEvents, TurnControl):
 
     def _release(self) -> None:
         """Leave the registry (only this turn's own slot: a next turn may hold it already)."""
-        if _active.get(self.conversation_id) is self:
-            del _active[self.conversation_id]
+        turn_release(self.conversation_id, self)
 
     async def budget_check(self, turn_cost: float) -> str | None:
         """The dispatcher asks before every model call: is the owner's budget spent?
@@ -326,15 +281,11 @@ async def turn_start(
     replaces: int | None = None,
 ) -> ActiveTurn:
     """Start a turn as a task; raises NotFoundError / ConflictError / UnprocessableError."""
-    from core.api_errors import ConflictError
-    from openprogram.agent.events import TurnRequest
-
-    if conversation_id in _active:
-        raise ConflictError("a turn is already running in this conversation; stop it first")
     # Hold the slot while the run is prepared, so a second message cannot slip in.
     turn = ActiveTurn(conversation_id=conversation_id, owner_id=user.pk, run_id=0, request=None)
-    _active[conversation_id] = turn
-    _flight_begin(conversation_id)
+    if not turn_hold(conversation_id, turn):
+        raise ConflictError("a turn is already running in this conversation; stop it first")
+    flight_begin(conversation_id)
     try:
         prepared = await turn_store.start(
             user=user,
@@ -346,8 +297,8 @@ async def turn_start(
             replaces=replaces,
         )
     except BaseException:
-        _active.pop(conversation_id, None)
-        _flight_end(conversation_id)
+        turn_release(conversation_id, turn)
+        flight_end(conversation_id)
         raise
     turn.run_id = prepared.run_id
     audit_run_begin(run_id=prepared.run_id)  # the trail's channel for this run (API token...)
@@ -362,7 +313,7 @@ async def turn_start(
         budget_check=turn.budget_check,
     )
     turn.task = asyncio.create_task(turn.run(first_event=prepared.first_event))
-    turn.task.add_done_callback(lambda _task: _flight_end(conversation_id))
+    turn.task.add_done_callback(lambda _task: flight_end(conversation_id))
     # The model's own title for a new conversation: a task of its own once this one ends.
     title_after_turn(
         turn.task,

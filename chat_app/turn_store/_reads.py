@@ -19,7 +19,9 @@ from django.contrib.auth import get_user_model
 
 from accounts.models import ApiToken
 from chat_app.models import Conversation, Run, RunEvent
+from chat_app.turn_registry import active_turn, single_process_layer, turn_in_flight
 from chat_app.turn_store._batch import Job, send
+from chat_app.turn_store._orphans import run_abandon_orphans, run_expire_orphans
 from core.model_sql import column, db_value, python_value, table
 from usage_app.selectors import budget_and_spend_row, budget_and_spend_statement
 from usage_app.services import budget_verdict
@@ -40,9 +42,6 @@ def connect_job(
     ``(None, NOT_READ)``) and its catch-up frame (None when it has no run yet). The frame
     is ``NOT_READ`` without ``catch_up``, and while a turn of the conversation is in
     flight unless ``even_in_flight`` (its events may not all be in history yet)."""
-    # chat_app.turns runs turns through this store: its registry is read at call time.
-    from chat_app.turns import turn_in_flight
-
     try:
         key = public_id if isinstance(public_id, UUID) else UUID(str(public_id))
     except ValueError:  # a malformed id is simply not found
@@ -64,9 +63,6 @@ def _connect_send(*, owner_id: int, key: UUID, events: bool) -> Any:
 
 
 def _frame(*, owner_id: int, key: UUID, rows: list[Sequence[Any]]) -> dict[str, Any] | None:
-    from chat_app.turn_store._orphans import run_abandon_orphans, run_expire_orphans
-    from chat_app.turns import active_turn, single_process_layer  # see connect_job
-
     owned, run_id, status = rows[0][1], rows[0][2], rows[0][3]
     if run_id is None:
         return None

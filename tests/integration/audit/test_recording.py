@@ -41,7 +41,9 @@ def _call(
 
 
 def _record(run, owner, events: list[dict[str, Any]]) -> None:
-    numbered = [{**e, "seq": i + 2} for i, e in enumerate(events)]  # seq 1: the start's user_message
+    numbered = [
+        {**e, "seq": i + 2} for i, e in enumerate(events)
+    ]  # seq 1: the start's user_message
     record_now(run_id=run.pk, events=numbered, owner_id=owner.pk)
 
 
@@ -197,7 +199,9 @@ def test_a_call_is_recorded_once_its_facts_arrive_over_several_steps(alice):
         {"type": "approval_requested"},
         {"type": "approval_resolved", "approved": True},
     )
-    numbered = [{**e, "seq": i + 2} for i, e in enumerate(events)]  # seq 1: the start's user_message
+    numbered = [
+        {**e, "seq": i + 2} for i, e in enumerate(events)
+    ]  # seq 1: the start's user_message
     for event in numbered:
         record_now(run_id=run.pk, events=[event], owner_id=alice.pk)
         assert AuditEvent.objects.count() == (1 if event["type"] == "tool_finished" else 0)

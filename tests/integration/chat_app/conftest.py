@@ -55,10 +55,10 @@ def redis_channel_layer(settings, redis_url):
 @pytest.fixture
 async def no_leftover_turns():
     """Fail loudly if a test leaves a turn running; stop it so the next test starts clean."""
-    from chat_app import turns
+    from chat_app.turn_registry import turns_running
 
     yield
-    leftovers = list(turns._active.values())
+    leftovers = turns_running()
     for turn in leftovers:
         turn.request.cancel.set()
         if turn.task is not None:

@@ -1,11 +1,11 @@
-"""Which connects must read their catch-up again (chat_app/turns.py, ``turn_started_since``):
+"""Which connects must read their catch-up again (chat_app/turn_registry.py, ``turn_started_since``):
 only those whose own conversation started a turn meanwhile."""
 
 from __future__ import annotations
 
 import pytest
 
-from chat_app import turns
+from chat_app import turn_registry as turns
 
 
 @pytest.fixture
@@ -17,8 +17,8 @@ def fresh_starts(monkeypatch):
 
 
 def _start_and_end(conversation_id: int) -> None:
-    turns._flight_begin(conversation_id)
-    turns._flight_end(conversation_id)
+    turns.flight_begin(conversation_id)
+    turns.flight_end(conversation_id)
 
 
 def test_a_start_of_another_conversation_leaves_a_connect_current(fresh_starts):
