@@ -165,9 +165,11 @@ def _run_jobs(jobs: list[tuple[Callable[..., Job[Any]], dict[str, Any]]]) -> lis
     for fn, kwargs in jobs:
         try:
             with transaction.atomic():
-                outcomes.append((True, run_alone(fn(**kwargs))))
-        except Exception as exc:
+                result = run_alone(fn(**kwargs))
+        except Exception as exc:  # the job's, or its commit's (PostgreSQL checks FKs there)
             outcomes.append((False, exc))
+        else:
+            outcomes.append((True, result))
     return outcomes
 
 

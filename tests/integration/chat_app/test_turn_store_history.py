@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from audit_app.models import AuditEvent
 from chat_app import turn_store
 from chat_app.models import Conversation, Message, Run, RunEvent, ToolCallRecord
 from chat_app.turn_store._batch import batched
@@ -133,6 +134,29 @@ async def test_history_that_cannot_be_written_fails_alone_even_with_model_calls_
     for kept in (before, after):
         assert await asyncio.to_thread(_seqs, kept) == [1, 2, 3, 4]
         assert await ModelCall.objects.filter(run=kept).acount() == 1
+
+
+async def test_a_batch_run_again_writes_each_kept_steps_audit_row_once_with_its_facts(alice):
+    """A call's facts are handed out once (``audit_calls_finished``, before the job is
+    queued): the batch mates that run again alone after a failure still name the tool
+    their earlier event announced, and the refused step writes no row."""
+    run, before, after = [await _running_run(alice) for _ in range(3)]
+    await turn_store.record(run_id=run.pk, events=_step(1), owner_id=alice.pk)
+
+    await _steps_batched_together(
+        (before, alice.pk, _step(1)), (run, alice.pk, _step(1)), (after, alice.pk, _step(1))
+    )
+
+    rows = AuditEvent.objects.filter(run_id__in=[before.pk, after.pk]).order_by("run_id")
+    stored = [
+        (row.run_id, row.tool, row.call_id, row.username, row.user_id, row.conversation_id)
+        async for row in rows
+    ]
+    assert stored == [
+        (kept.pk, "todo_read", "c1", "alice", alice.pk, kept.conversation_id)
+        for kept in (before, after)
+    ]
+    assert await AuditEvent.objects.filter(run_id=run.pk).acount() == 1
 
 
 async def test_finishing_a_run_in_a_batch_closes_it_with_its_calls_and_reply(alice):
