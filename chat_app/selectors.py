@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ __all__ = [
     "conversation_list",
     "conversation_transcript",
     "history_messages",
+    "model_checks_pending_mark",
+    "model_checks_run",
     "model_choices",
     "model_key_problem",
     "run_events",
@@ -56,6 +59,8 @@ class ModelChoice:
     name: str
     problem: str | None
     """Why this model cannot run now (a missing API key), or None."""
+    checked: bool = True
+    """False while start-up still runs the key checks: ``problem`` is not known yet."""
 
 
 def conversation_list(*, owner: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -251,5 +256,36 @@ def _model_key_problem_cached(model: str, _fingerprint: tuple[str, ...]) -> str 
     return f"model {model!r} needs {', '.join(missing)} set in the server's environment"
 
 
+_checks_pending = threading.Event()
+"""Set from start-up until its thread has run the configured models' key checks."""
+
+
+def model_checks_pending_mark() -> None:
+    """Start-up is about to run the key checks on a thread (``model_checks_run``)."""
+    _checks_pending.set()
+
+
+def model_checks_run() -> None:
+    """Run every configured model's key check now (the first imports litellm), then let
+    pages show their answers."""
+    try:
+        for model in settings.OPENPROGRAM_MODELS:
+            model_key_problem(model)
+    finally:
+        _checks_pending.clear()
+
+
 def model_choices() -> list[ModelChoice]:
-    return [ModelChoice(name=m, problem=model_key_problem(m)) for m in settings.OPENPROGRAM_MODELS]
+    """The configured models, each with why it cannot be called now (or None).
+
+    While start-up's thread is still running the key checks (litellm's import takes ~5 s,
+    far more on a busy machine), a real model is returned unchecked (``checked`` False,
+    no problem) rather than waited for: no page waits on that import. A turn's start checks
+    its model whatever the page showed."""
+    pending = _checks_pending.is_set()
+    return [
+        ModelChoice(name=m, problem=None, checked=False)
+        if pending and m != "offline"
+        else ModelChoice(name=m, problem=model_key_problem(m))
+        for m in settings.OPENPROGRAM_MODELS
+    ]

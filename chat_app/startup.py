@@ -9,7 +9,7 @@ import threading
 from django.conf import settings
 from django.db import DatabaseError
 
-from chat_app.selectors import model_choices
+from chat_app.selectors import model_checks_pending_mark, model_checks_run
 from chat_app.turn_store import runs_close_at_startup
 from chat_app.turns import single_process_layer
 
@@ -33,9 +33,12 @@ def model_checks_warm(**_signal: object) -> None:
     """Run the key checks of the configured real models on a thread of their own now.
 
     The check imports litellm (~5 s, far more on a busy machine); left to the first page
-    that lists the models, it stalls that person's sign-in. With only the offline model
-    configured nothing is imported.
+    that lists the models, it stalls that person's sign-in, and a page shown while this
+    thread imports it would wait for the import too, so until the checks are done pages
+    show no key problem (``chat_app.selectors.model_choices``). With only the offline
+    model configured nothing is imported.
     """
     if all(model == "offline" for model in settings.OPENPROGRAM_MODELS):
         return
-    threading.Thread(target=model_choices, name="openprogram-model-checks", daemon=True).start()
+    model_checks_pending_mark()
+    threading.Thread(target=model_checks_run, name="openprogram-model-checks", daemon=True).start()

@@ -8,6 +8,7 @@ import pytest
 from django.conf import settings
 
 from chat_app.models import Message, Run, ToolCallRecord
+from chat_app.selectors import model_checks_pending_mark, model_checks_run, model_choices
 from chat_app.services import conversation_create
 
 pytestmark = pytest.mark.django_db
@@ -206,3 +207,24 @@ def test_favicon_ico_redirects_anonymous_browsers_to_the_svg_icon(client):
 def test_every_page_links_the_favicon(alice_client, conversation):
     page = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
     assert f'<link rel="icon" type="image/svg+xml" href="{settings.STATIC_URL}favicon.svg">' in page
+
+
+def test_while_start_up_checks_the_keys_a_page_shows_the_model_unchecked_without_waiting(
+    alice_client, conversation, settings, monkeypatch
+):
+    """A page shown while start-up's thread imports litellm does not wait for it."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings.OPENPROGRAM_MODELS = ["offline", "openai/gpt-4o-mini"]
+    model_checks_pending_mark()
+    try:
+        unchecked = {c.name: c for c in model_choices()}
+        html = alice_client.get(f"/c/{conversation.public_id}/").content.decode()
+    finally:
+        model_checks_run()
+    assert unchecked["openai/gpt-4o-mini"].checked is False
+    assert unchecked["openai/gpt-4o-mini"].problem is None
+    assert unchecked["offline"].checked is True
+    assert "(key missing)" not in html
+    checked = {c.name: c for c in model_choices()}
+    assert checked["openai/gpt-4o-mini"].checked is True
+    assert "needs OPENAI_API_KEY" in checked["openai/gpt-4o-mini"].problem
