@@ -305,6 +305,9 @@ OPENPROGRAM_WORKSPACE_QUOTA_BYTES = env_int(
 # Who a root server's sandboxed processes become (never root; docs/security.md#not-root).
 OPENPROGRAM_SANDBOX_UID = env_int("OPENPROGRAM_SANDBOX_UID", 65534, minimum=1)
 OPENPROGRAM_SANDBOX_GID = env_int("OPENPROGRAM_SANDBOX_GID", 65534, minimum=1)
+# Shell launchers each server process keeps parked in a fresh cgroup, so a call does not
+# wait for the kernel's cgroup join (openprogram/security/sandbox_pool.py); 0: none.
+OPENPROGRAM_SANDBOX_POOL = env_int("OPENPROGRAM_SANDBOX_POOL", 1, minimum=0, maximum=8)
 APPROVAL_TIMEOUT_SECONDS = env_int("OPENPROGRAM_APPROVAL_TIMEOUT", 300, minimum=1)
 # Tools "allow for this conversation" never covers (MCP tools and argument-dependent rules
 # always ask too; chat_app/approvals.py).

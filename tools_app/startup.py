@@ -34,6 +34,7 @@ def framework_configure() -> None:
         workspace_quota_bytes=settings.OPENPROGRAM_WORKSPACE_QUOTA_BYTES,
         sandbox_uid=settings.OPENPROGRAM_SANDBOX_UID,
         sandbox_gid=settings.OPENPROGRAM_SANDBOX_GID,
+        sandbox_pool=settings.OPENPROGRAM_SANDBOX_POOL,
     )
 
 

@@ -312,7 +312,17 @@ def sandbox_status(limits: SandboxLimits, *, bwrap: str = "bwrap") -> list[tuple
         ("largest file", format_size(limits.file_bytes), "per process (rlimit, SIGXFSZ)"),
         ("/tmp", format_size(limits.tmp_bytes), "private tmpfs per call"),
         _user_row(),
+        _pool_row(pooled=get_config().sandbox_pool, cgroup=cgroup),
     ]
+
+
+def _pool_row(*, pooled: int, cgroup: str | None) -> tuple[str, str, str]:
+    if not pooled:
+        return ("launchers", "0", "none parked (pool off): each call joins its cgroup itself")
+    if cgroup is None:
+        return ("launchers", "0", "none parked: without a cgroup there is no join to save")
+    how = f"parked per server process, each in a fresh {cgroup}: a call waits for no join"
+    return ("launchers", str(pooled), how)
 
 
 def _user_row() -> tuple[str, str, str]:

@@ -33,7 +33,7 @@ def test_it_lists_each_limit_with_its_configured_value_and_how_it_is_enforced(tm
         line.split("  ")[0]: line
         for line in _check(tmp_path, OPENPROGRAM_SANDBOX_MEMORY_MB="512").splitlines()
     }
-    assert set(rows) == {"memory", "processes", "CPU", "largest file", "/tmp", "user"}
+    assert set(rows) == {"memory", "processes", "CPU", "largest file", "/tmp", "user", "launchers"}
     if os.geteuid() == 0:
         assert "65534:65534" in rows["user"] and "switches to it" in rows["user"]
     else:
@@ -46,6 +46,17 @@ def test_it_lists_each_limit_with_its_configured_value_and_how_it_is_enforced(tm
     else:
         assert f"cgroup {support.version}" in rows["memory"]
         assert f"cgroup {support.version}" in rows["processes"]
+        assert (
+            rows["launchers"].split()[1] == "1" and "a call waits for no join" in rows["launchers"]
+        )
+
+
+def test_it_says_when_no_launcher_is_parked(tmp_path):
+    if sandbox_problem() is not None:
+        return
+    output = _check(tmp_path, OPENPROGRAM_SANDBOX_POOL="0")
+    row = next(line for line in output.splitlines() if line.startswith("launchers"))
+    assert row.split()[1] == "0" and "none parked" in row
 
 
 def test_without_bubblewrap_it_says_the_shell_is_not_offered(tmp_path):
