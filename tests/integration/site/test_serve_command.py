@@ -25,9 +25,13 @@ def _read_link(proc: subprocess.Popen) -> str:
     raise AssertionError("serve printed no login link")
 
 
-def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):
-    port = free_port()
-    env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path), "PORT": str(port)}
+@contextlib.contextmanager
+def _serving(tmp_path, *, port: int, port_in_environment: bool):
+    """`manage.py serve --port PORT` as `make run` starts it; yields it and its login link.
+    Ctrl-C ends it (killed if it has not stopped a minute later, so none outlives a test)."""
+    env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path)}
+    if port_in_environment:
+        env["PORT"] = str(port)
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port)],
         cwd=ROOT,
@@ -39,6 +43,20 @@ def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):
     try:
         link = _read_link(proc)
         wait_for_http(f"http://127.0.0.1:{port}/healthz", proc=proc)
+        yield proc, link
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+
+
+def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):
+    port = free_port()
+    with _serving(tmp_path, port=port, port_in_environment=True) as (proc, link):
         opener = urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
         )
@@ -51,9 +69,6 @@ def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):
         except urllib.error.HTTPError as exc:
             assert exc.code == 403
         assert (tmp_path / "db.sqlite3").exists()
-    finally:
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=15) is not None
     assert proc.returncode in (0, -signal.SIGINT)
 
 
@@ -68,18 +83,7 @@ async def _socket_close_code(*, port: int, origin: str, cookie: str) -> int | No
 def test_serve_on_another_port_without_port_in_the_environment_accepts_its_own_pages(tmp_path):
     """`serve --port N` alone: the page's own origin (that port) is the exact origin."""
     port = free_port()
-    env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path)}
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        link = _read_link(proc)
-        wait_for_http(f"http://127.0.0.1:{port}/healthz", proc=proc)
+    with _serving(tmp_path, port=port, port_in_environment=False) as (_, link):
         jar = http.cookiejar.CookieJar()
         urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar)).open(link).close()
         cookie = "; ".join(f"{c.name}={c.value}" for c in jar)
@@ -89,9 +93,6 @@ def test_serve_on_another_port_without_port_in_the_environment_accepts_its_own_p
         foreign = asyncio.run(
             _socket_close_code(port=port, origin="http://127.0.0.1:8000", cookie=cookie)
         )
-        assert own != CLOSE_FOREIGN_ORIGIN, "the page's own origin was refused"
-        assert own == 4404  # past the origin and login checks: no such conversation
-        assert foreign == CLOSE_FOREIGN_ORIGIN
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=15)
+    assert own != CLOSE_FOREIGN_ORIGIN, "the page's own origin was refused"
+    assert own == 4404  # past the origin and login checks: no such conversation
+    assert foreign == CLOSE_FOREIGN_ORIGIN

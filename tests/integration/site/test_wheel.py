@@ -99,4 +99,9 @@ def test_the_built_wheel_migrates_serves_and_renders_from_its_own_files(tmp_path
         assert not list(venv.rglob("db.sqlite3"))
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=15)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # never left running past the test
+            proc.kill()
+            proc.wait()
+            raise
