@@ -6,6 +6,7 @@ real OAuth-protected MCP server with its own consent page (tests/fakes).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -74,7 +75,10 @@ def test_alice_connects_her_account_through_the_consent_page_and_disconnects(
     page.get_by_label("Account").fill("alice-acct")
     page.get_by_role("button", name="Allow").click()
 
-    expect(page).to_have_url(site.url + "/programs/")
+    # Back on Programs, whose address then names the profile shown (?profile=…).
+    expect(page).to_have_url(
+        re.compile(re.escape(site.url + "/programs/") + r"(\?profile=[\w-]+)?$")
+    )
     expect(page.locator(".messages")).to_contain_text("Your account for notes is connected.")
     expect(_account(page).locator("[data-testid=mcp-account-state]")).to_have_text("connected")
     assert _explain(page, TOOL).get("layer") != "L4"
