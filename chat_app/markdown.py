@@ -53,33 +53,29 @@ _md = _build()
 _user_md = _build(breaks=True)
 
 _REMEMBERED_CHARS = 32_768
-"""Replies up to this long are remembered once rendered (at most 256 of them, so at most
-~25 MB of text and HTML): a conversation page renders every reply of the conversation on
+"""Replies and messages up to this long are remembered once rendered (at most 256 of
+them, so at most ~25 MB of text and HTML): a conversation page renders every reply of the conversation on
 each load (~2 ms for a 1.3 KB reply with a table and code), and a reload, a second tab
 or the turn's own finish renders the same texts again."""
 
 
 @lru_cache(maxsize=256)
-def _render_remembered(text: str) -> str:
-    return _md.render(text)
+def _render_remembered(text: str, *, user: bool) -> str:
+    return (_user_md if user else _md).render(text)
+
+
+def _render(text: str, *, user: bool) -> str:
+    text = text or ""
+    if len(text) > _REMEMBERED_CHARS:
+        return (_user_md if user else _md).render(text)
+    return _render_remembered(text, user=user)
 
 
 def render_markdown(text: str) -> str:
     """Safe HTML for ``text`` (see the module contract)."""
-    text = text or ""
-    if len(text) > _REMEMBERED_CHARS:
-        return _md.render(text)
-    return _render_remembered(text)
-
-
-@lru_cache(maxsize=256)
-def _render_user_remembered(text: str) -> str:
-    return _user_md.render(text)
+    return _render(text, user=False)
 
 
 def render_user_markdown(text: str) -> str:
     """Safe HTML for a person's message: as ``render_markdown``, line breaks kept."""
-    text = text or ""
-    if len(text) > _REMEMBERED_CHARS:
-        return _user_md.render(text)
-    return _render_user_remembered(text)
+    return _render(text, user=True)

@@ -65,6 +65,15 @@ def is_failed(status: dict[str, Any]) -> bool:
     return status["state"] == "failed"
 
 
+def process_alive(pid: int) -> bool:
+    """Is ``pid`` a live process (not gone, not a zombie)? Read from /proc."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def descendant_pids(root: int | None = None) -> set[int]:
     """Every live process below ``root`` (default: this test process), read from /proc."""
     root = os.getpid() if root is None else root

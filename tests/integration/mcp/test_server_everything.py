@@ -27,7 +27,7 @@ from openprogram.mcp.stdio_confinement import MCP_SERVER_LIMITS
 from openprogram.security.cgroups import cgroup_support
 from openprogram.security.sandbox import sandbox_problem
 
-from .conftest import SERVER_TIMEOUT, WAIT, descendant_pids, is_failed, is_ready
+from .conftest import SERVER_TIMEOUT, WAIT, descendant_pids, is_failed, is_ready, process_alive
 
 REPO = Path(__file__).resolve().parents[3]
 TREE = REPO / ".tools/everything/node_modules"
@@ -198,7 +198,7 @@ async def test_it_cannot_reach_the_network_unless_allowed(home, manager, web):
     refused = await _fetch(manager, "everything", f"{url}/confined")
     assert refused.is_error and "fetch failed" in refused.content[0].text, refused
     assert hits == []
-    assert _alive(pid), "the refused fetch must not have killed the server"
+    assert process_alive(pid), "the refused fetch must not have killed the server"
     # Seen from the host: a network namespace of its own, with only a loopback in it.
     assert os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
     devices = [
@@ -228,14 +228,6 @@ time.sleep(600)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_it_dies_with_the_process_that_owns_the_client(home):
     owner = subprocess.Popen(
         [sys.executable, "-c", _OWNER, str(home), str(NODE), str(SERVER_JS)],
@@ -250,9 +242,9 @@ def test_it_dies_with_the_process_that_owns_the_client(home):
         os.kill(owner.pid, signal.SIGKILL)
         owner.wait(timeout=WAIT)
         deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline and any(_alive(pid) for pid in children):
+        while time.monotonic() < deadline and any(process_alive(pid) for pid in children):
             time.sleep(0.05)
-        assert not [pid for pid in children if _alive(pid)]
+        assert not [pid for pid in children if process_alive(pid)]
     finally:
         if owner.poll() is None:
             owner.kill()

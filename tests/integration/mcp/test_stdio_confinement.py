@@ -21,7 +21,7 @@ from openprogram.mcp import MCPConfigError, MCPManager, parse_mcp_servers_json
 from openprogram.mcp.stdio_confinement import MCP_SERVER_LIMITS
 from openprogram.security.sandbox import sandbox_problem
 
-from .conftest import WAIT, demo_config, descendant_pids, is_failed, is_ready
+from .conftest import WAIT, demo_config, descendant_pids, is_failed, is_ready, process_alive
 
 PROBES = {"DEMO_PROBE_TOOLS": "1"}
 
@@ -122,14 +122,6 @@ time.sleep(600)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_it_dies_with_the_process_that_owns_the_manager(home):
     from .conftest import DEMO_SERVER
 
@@ -151,9 +143,9 @@ def test_it_dies_with_the_process_that_owns_the_manager(home):
         os.kill(owner.pid, signal.SIGKILL)
         owner.wait(timeout=WAIT)
         deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline and any(_alive(pid) for pid in children):
+        while time.monotonic() < deadline and any(process_alive(pid) for pid in children):
             time.sleep(0.05)
-        assert not [pid for pid in children if _alive(pid)]
+        assert not [pid for pid in children if process_alive(pid)]
     finally:
         if owner.poll() is None:
             owner.kill()
