@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram import config
 from openprogram.mcp import Backoff, MCPManager, MCPServerConfig, get_mcp_accounts
+from openprogram.security.sandbox import sandbox_problem
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
 
 if TYPE_CHECKING:
@@ -164,3 +166,18 @@ def notes(clean_registry, oauth_provider: OAuthDemo) -> Iterator[MCPServer]:
         time.sleep(0.05)
     yield row
     mcp_servers_stop()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    """A data directory with a secret in it, configured for the test (the confinement
+    tests check a confined server cannot read it)."""
+    data = tmp_path / "home"
+    data.mkdir()
+    (data / "secret_key").write_text("s3cr3t-key")
+    previous = config._config
+    config.configure(home=data)
+    sandbox_problem.cache_clear()
+    yield data
+    config._config = previous
+    sandbox_problem.cache_clear()

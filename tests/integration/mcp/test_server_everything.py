@@ -25,7 +25,6 @@ from openprogram import config
 from openprogram.mcp import MCPManager, MCPServerConfig
 from openprogram.mcp.stdio_confinement import MCP_SERVER_LIMITS
 from openprogram.security.cgroups import cgroup_support
-from openprogram.security.sandbox import sandbox_problem
 
 from .conftest import SERVER_TIMEOUT, WAIT, descendant_pids, is_failed, is_ready, process_alive
 
@@ -47,20 +46,6 @@ def everything(name: str = "everything", **overrides: object) -> MCPServerConfig
     }
     settings.update(overrides)
     return MCPServerConfig(name=name, **settings)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    """A data directory with a secret in it, configured for the test."""
-    data = tmp_path / "home"
-    data.mkdir()
-    (data / "secret_key").write_text("s3cr3t-key")
-    previous = config._config
-    config.configure(home=data)
-    sandbox_problem.cache_clear()
-    yield data
-    config._config = previous
-    sandbox_problem.cache_clear()
 
 
 def _start(manager: MCPManager, name: str = "everything", **overrides: object) -> int:

@@ -26,20 +26,6 @@ from .conftest import WAIT, demo_config, descendant_pids, is_failed, is_ready, p
 PROBES = {"DEMO_PROBE_TOOLS": "1"}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    """A data directory with a secret in it, configured for the test."""
-    data = tmp_path / "home"
-    data.mkdir()
-    (data / "secret_key").write_text("s3cr3t-key")
-    previous = config._config
-    config.configure(home=data)
-    sandbox_problem.cache_clear()
-    yield data
-    config._config = previous
-    sandbox_problem.cache_clear()
-
-
 async def _call(manager: MCPManager, server: str, tool: str, **args: object) -> str:
     result = await manager.call(server, tool, args)
     assert not result.is_error, result
