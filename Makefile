@@ -154,6 +154,11 @@ test-deps: system-deps
 # browser starts once. TEST_WORKERS=0 runs everything in this one process.
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
+# The suite starts several hundred Python processes (manage.py, daphne, workers); with
+# PYTHONDONTWRITEBYTECODE set in the caller's environment each one compiled every module
+# it imports again, ~4 of a Django start-up's ~7 s here. The tests write bytecode as
+# Python does by default: into __pycache__ (ignored by git) and the venv, once.
+test test-fast: export PYTHONDONTWRITEBYTECODE :=
 
 # Everything on SQLite, browser tests included (the import contracts are a unit test,
 # tests/unit/test_import_contracts.py); then, on PostgreSQL, every test that uses the test

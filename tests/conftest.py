@@ -9,7 +9,12 @@ import os
 # variable, so both agree on it.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import shutil
+import tempfile
+
 import pytest
+
+from tests.servers import TEMPLATES_ENV
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -28,6 +33,29 @@ def pytest_addoption(parser):
         action="store_true",
         help="keep only the tests that use the test database (make test's PostgreSQL pass)",
     )
+
+
+def pytest_configure(config):
+    """A directory for this session's template databases (tests/servers.py), made by the
+    main process before it starts any xdist worker, so that every worker inherits it."""
+    if hasattr(config, "workerinput"):
+        return
+    config._openprogram_templates = (
+        os.environ.get(TEMPLATES_ENV),
+        tempfile.mkdtemp(prefix="openprogram-test-templates-"),
+    )
+    os.environ[TEMPLATES_ENV] = config._openprogram_templates[1]
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "_openprogram_templates"):
+        return
+    previous, directory = config._openprogram_templates
+    shutil.rmtree(directory, ignore_errors=True)
+    if previous is None:
+        os.environ.pop(TEMPLATES_ENV, None)
+    else:
+        os.environ[TEMPLATES_ENV] = previous
 
 
 def uses_test_database(item) -> bool:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +18,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct-horse-battery-staple"
+# A directory for this test session's template databases (tests/conftest.py makes it and
+# shares it with the xdist workers); without it every server runs migrate itself.
+TEMPLATES_ENV = "OPENPROGRAM_TEST_TEMPLATES"
+_CREATE_USERS = (
+    "from django.contrib.auth import get_user_model as g; U=g();"
+    f"U.objects.create_user('alice', password={PASSWORD!r});"
+    f"U.objects.create_user('bob', password={PASSWORD!r});"
+    f"U.objects.create_superuser('root', password={PASSWORD!r})"
+)
 
 
 def free_port() -> int:
@@ -48,12 +59,15 @@ class DaphneServer:
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    # The SQLite file is still an untouched copy of the session's migrated template.
+    from_template: bool = False
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def manage(self, *args: str) -> str:
+        self.from_template = False
         out = subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
@@ -68,14 +82,14 @@ class DaphneServer:
         return self.manage("shell", "-c", code)
 
     def create_users(self) -> None:
-        self.shell(
-            "from django.contrib.auth import get_user_model as g; U=g();"
-            f"U.objects.create_user('alice', password={PASSWORD!r});"
-            f"U.objects.create_user('bob', password={PASSWORD!r});"
-            f"U.objects.create_superuser('root', password={PASSWORD!r})"
-        )
+        """alice, bob and the superuser root, all with PASSWORD."""
+        if self.from_template:
+            shutil.copyfile(_template_database(users=True), self.home / "db.sqlite3")
+        else:
+            self.shell(_CREATE_USERS)
 
     def start(self) -> None:
+        self.from_template = False
         self.log_path = self.home / "daphne.log"
         log = open(self.log_path, "w")  # noqa: SIM115 - closed by the process lifetime
         self.proc = subprocess.Popen(
@@ -108,6 +122,23 @@ class DaphneServer:
 
 
 def make_server(home: Path, **extra_env: str) -> DaphneServer:
+    """A server for ``home`` with its database migrated; start() starts it.
+
+    A new home's SQLite database is a copy of the session's migrated template (what
+    migrate gives, without a Django start-up per server); a home that has one already
+    (a second process on the same data) and PostgreSQL (``DATABASE_URL``) run migrate.
+    """
+    server = _server(home, extra_env)
+    database = home / "db.sqlite3"
+    if "DATABASE_URL" in extra_env or database.exists() or not os.environ.get(TEMPLATES_ENV):
+        server.manage("migrate", "--noinput", "-v", "0")
+    else:
+        _copy_database(_template_database(users=False), home)
+        server.from_template = True
+    return server
+
+
+def _server(home: Path, extra_env: dict[str, str]) -> DaphneServer:
     port = free_port()
     env = {
         **os.environ,
@@ -123,9 +154,52 @@ def make_server(home: Path, **extra_env: str) -> DaphneServer:
         **extra_env,
     }
     env.pop("DATABASE_URL", None) if "DATABASE_URL" not in extra_env else None
-    server = DaphneServer(home=home, port=port, env=env, extra_env=extra_env)
-    server.manage("migrate", "--noinput", "-v", "0")
-    return server
+    return DaphneServer(home=home, port=port, env=env, extra_env=extra_env)
+
+
+def _copy_database(template: Path, home: Path) -> None:
+    """What settings and migrate leave in a new home: the directory owner-only, and the
+    database file owner-only, here with the template's bytes."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    database = home / "db.sqlite3"
+    os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    shutil.copyfile(template, database)
+
+
+def _template_database(*, users: bool) -> Path:
+    """The session's migrated SQLite database, with alice, bob and root when ``users``.
+
+    Built once per test session by the first server that needs it (the xdist workers
+    share it, under a lock): migrate, then create_users' own code, run in a private home
+    exactly as for any server; the file is kept once its write-ahead log is folded in.
+    The directory is new each session, so the template always has the current migrations.
+    """
+    directory = Path(os.environ[TEMPLATES_ENV])
+    migrated = directory / "migrated.sqlite3"
+    with_users = directory / "users.sqlite3"
+    with open(directory / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not migrated.exists():
+            shutil.rmtree(directory / "build-migrated", ignore_errors=True)
+            builder = _server(directory / "build-migrated", {})
+            builder.manage("migrate", "--noinput", "-v", "0")
+            _keep(builder.home / "db.sqlite3", migrated)
+        if users and not with_users.exists():
+            shutil.rmtree(directory / "build-users", ignore_errors=True)
+            builder = _server(directory / "build-users", {})
+            _copy_database(migrated, builder.home)
+            builder.shell(_CREATE_USERS)
+            _keep(builder.home / "db.sqlite3", with_users)
+    return with_users if users else migrated
+
+
+def _keep(built: Path, target: Path) -> None:
+    connection = sqlite3.connect(built)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+    built.rename(target)
 
 
 @contextlib.contextmanager
