@@ -40,7 +40,6 @@ from typing import Any
 
 from django.utils import timezone
 
-from audit_app.models import AuditEvent
 from openprogram.security.redact import redact_server_paths
 
 __all__ = [
@@ -242,21 +241,22 @@ def audit_events(
     user_id: int | None,
     username: str,
     conversation_id: int | None,
-) -> list[AuditEvent]:
-    """The rows, unsaved, for :func:`audit_calls_finished`'s ``facts``: the user's id and
-    username snapshot (``decided_by`` too when a person decided) and the conversation as
-    the run stands when the step is written (``chat_app.turn_store`` reads and writes them
-    in the step's own job, so the trail adds no job of its own)."""
+) -> list[dict[str, Any]]:
+    """The rows' values (by field attname, for ``core.model_sql.insert_values``) for
+    :func:`audit_calls_finished`'s ``facts``: the user's id and username snapshot
+    (``decided_by`` too when a person decided) and the conversation as the run stands
+    when the step is written (``chat_app.turn_store`` reads and writes them in the step's
+    own job, so the trail adds no job of its own)."""
     now = timezone.now()
     return [
-        AuditEvent(
-            created=now,
-            user_id=user_id,
-            username=username,
-            decided_by=username if fact["by_person"] else "",
-            conversation_id=conversation_id,
-            run_id=run_id,
+        {
+            "created": now,
+            "user_id": user_id,
+            "username": username,
+            "decided_by": username if fact["by_person"] else "",
+            "conversation_id": conversation_id,
+            "run_id": run_id,
             **{name: fact[name] for name in _FACTS},
-        )
+        }
         for fact in facts
     ]

@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -101,19 +102,22 @@ def conversation_history(*, conversation: Conversation, before: Message) -> list
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            *conversation_history_statement(conversation_id=conversation.pk, before=before)
+            *conversation_history_statement(
+                conversation_id=conversation.pk, before_id=before.pk, before_created=before.created
+            )
         )
         return history_messages(cursor.fetchall())
 
 
 def conversation_history_statement(
-    *, conversation_id: int, before: Message
+    *, conversation_id: int, before_id: int, before_created: datetime
 ) -> tuple[str, list[Any]]:
     """:func:`conversation_history`'s one statement and parameters: ``(role, text)`` rows of
-    the messages up to ``before`` (left out), oldest first. Every turn's start sends it
-    (``chat_app.turn_store``): through the ORM it cost several times running it."""
-    created = db_value(Message, "created", before.created)
-    return _history_sql(), [conversation_id, created, before.pk, True]
+    the messages up to the one with key ``before_id``, created at ``before_created`` (left
+    out), oldest first. Every turn's start sends it (``chat_app.turn_store``): through the
+    ORM it cost several times running it."""
+    created = db_value(Message, "created", before_created)
+    return _history_sql(), [conversation_id, created, before_id, True]
 
 
 @functools.cache

@@ -9,30 +9,43 @@ the field's converters on the way out), so a row written or read here is the row
 ORM would write or read. Django's query compilers (``InsertQuery``,
 ``SQLInsertCompiler``) are private and are not used.
 
-An INSERT takes model instances: defaults were evaluated when each instance was made
-(a callable such as ``uuid4`` or ``lease_deadline`` once per row), ``auto_now`` /
-``auto_now_add`` are applied by the field's ``pre_save`` as ``save()`` applies them,
-and a field left to a ``db_default`` is left out of the statement, so the database
-fills it in.
+An INSERT takes each row's *values*, by field attname (``run_id``, ``text``), never
+model instances: making one (``Model.__init__``: signals, every field's default) cost
+more than the statement. What ``save()`` would write for a field not given comes from
+a plan made once per model and set of names given (``_InsertPlan``):
+
+- a callable default (``uuid4``, ``lease_deadline``, ``dict``) is called for each row;
+- a constant default's column value is computed once when it is immutable (``""``,
+  ``0``, ``Decimal(0)``), else for each row;
+- ``auto_now`` / ``auto_now_add``: the time at write, from the field's own ``pre_save``;
+- a field with a ``db_default`` is left out of the statement, so the database fills it;
+- the key, when the database assigns it, is left out (and read back: RETURNING).
+
+A value given is written as given (an ``auto_now`` field's too: the caller chose the
+time), through ``get_db_prep_save``. Fields whose ``pre_save`` needs the instance
+itself (``FileField``, custom fields), inherited models and ``order_with_respect_to``
+are refused: those rows are the ORM's to write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from functools import cache
+from types import SimpleNamespace
 from typing import Any, TypeVar
+from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.models import NOT_PROVIDED, Field, Model
+from django.db.models import AutoField, DateField, Field, Model, TimeField
 
 __all__ = [
     "column",
     "db_value",
     "insert_returning",
-    "insert_rows",
-    "insert_sql",
+    "insert_values",
     "instance_from_row",
-    "instance_values",
+    "instance_stored",
     "key_read",
     "python_value",
     "table",
@@ -88,96 +101,156 @@ def instance_from_row(model: type[_M], fields: Sequence[Field[Any, Any]], row: S
     return model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
-def _written_fields(instance: Model) -> tuple[Field[Any, Any], ...]:
-    """The fields an INSERT of ``instance`` writes: every concrete one, but the key when
-    the database assigns it and a field still holding its ``db_default``."""
-    model = type(instance)
-    fields = _insert_fields(model, instance.pk is not None)
-    held = [
-        f
-        for f in _db_default_fields(model)
-        if hasattr(getattr(instance, f.attname), "resolve_expression")  # DatabaseDefault
-    ]
-    return tuple(f for f in fields if f not in held) if held else fields
+_IMMUTABLE = frozenset({str, int, float, bool, bytes, Decimal, UUID, type(None)})
+"""Types of a constant default (and of its column value) that can be computed once and
+shared by every row: nothing can change them in place."""
+_NOW = SimpleNamespace()
+"""What an ``auto_now`` field's ``pre_save`` stores the time on (it returns it too)."""
 
 
-@cache
-def _insert_fields(model: type[Model], keyed: bool) -> tuple[Field[Any, Any], ...]:
-    return tuple(f for f in model._meta.concrete_fields if keyed or not f.primary_key)
+class _InsertPlan:
+    """How one model's rows, given as values of the fields ``names``, become an INSERT.
+
+    ``fields``: the columns written, in order; ``_makers``: for each, a function of the
+    row and the connection that gives the column's value. ``key``: the key's place in a
+    row's values, or None when the database assigns it."""
+
+    def __init__(self, model: type[Model], names: tuple[str, ...]) -> None:
+        meta = model._meta
+        if meta.parents or meta.order_with_respect_to:
+            raise TypeError(f"{model.__name__}: inherited or ordered rows are the ORM's to write")
+        database, given = _database(), set(names)
+        fields = {f.attname: f for f in meta.local_concrete_fields}
+        unknown = given - fields.keys()
+        if unknown:
+            raise TypeError(f"{model.__name__} has no field (attname) {sorted(unknown)}")
+        written: list[Field[Any, Any]] = []
+        makers: list[Callable[[Mapping[str, Any], Any], Any]] = []
+        for name, field in fields.items():
+            make = _maker(model, field, name in given, database)
+            if make is not None:
+                written.append(field)
+                makers.append(make)
+        self.model, self.fields, self._makers = model, tuple(written), tuple(makers)
+        self.key = written.index(meta.pk) if meta.pk in written else None
+        self._sql: dict[tuple[int, bool], str] = {}
+
+    def values(self, row: Mapping[str, Any], database: Any) -> list[Any]:
+        """The row's column values, in the order of ``fields``."""
+        return [make(row, database) for make in self._makers]
+
+    def sql(self, rows: int, *, returning: bool = False) -> str:
+        """INSERT of ``rows`` rows; ``returning``: the key returned (where the database
+        can, ``connection.features.can_return_columns_from_insert``)."""
+        sql = self._sql.get((rows, returning))
+        if sql is None:
+            model = self.model
+            columns = ", ".join(connection.ops.quote_name(f.column) for f in self.fields)
+            marks = f"({', '.join(['%s'] * len(self.fields))})"
+            sql = f"INSERT INTO {table(model)} ({columns}) VALUES {', '.join([marks] * rows)}"
+            if returning and connection.features.can_return_columns_from_insert:
+                sql += f" RETURNING {connection.ops.quote_name(model._meta.pk.column)}"
+            self._sql[(rows, returning)] = sql
+        return sql
 
 
-@cache
-def _db_default_fields(model: type[Model]) -> tuple[Field[Any, Any], ...]:
-    return tuple(f for f in model._meta.concrete_fields if f.db_default is not NOT_PROVIDED)
+def _maker(
+    model: type[Model], field: Field[Any, Any], given: bool, database: Any
+) -> Callable[[Mapping[str, Any], Any], Any] | None:
+    """How a row gets field's column value, as ``save()`` would write it; None: the
+    column is left out (the database fills it in)."""
+    if type(field).pre_save is not Field.pre_save and not isinstance(field, (DateField, TimeField)):
+        # FileField and custom fields: their pre_save needs the model instance itself.
+        raise TypeError(f"{model.__name__}.{field.name}: its pre_save needs a model instance")
+    if field.generated:
+        if given:
+            raise TypeError(f"{model.__name__}.{field.name} is generated by the database")
+        return None
+    prep = field.get_db_prep_save
+    if given:
+        name = field.attname
+        return lambda row, database: prep(row[name], database)
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        # The field's own pre_save: the time at write, of the field's kind (date, time...).
+        return lambda row, database: prep(field.pre_save(_NOW, True), database)
+    if field.primary_key and isinstance(field, AutoField):
+        return None  # the database assigns it (read back with RETURNING)
+    if field.has_default():
+        if not callable(field.default) and type(field.default) in _IMMUTABLE:
+            constant = prep(field.default, database)
+            if type(constant) in _IMMUTABLE:
+                return lambda row, database: constant
+        return lambda row, database: prep(field.get_default(), database)
+    if field.has_db_default():
+        return None
+    empty = prep(field.get_default(), database)  # None, or "" for a text column
+    return lambda row, database: empty
 
 
-def instance_values(instance: Model, fields: Iterable[Field[Any, Any]], *, add: bool) -> list[Any]:
-    """Each field's stored value, as ``save()`` computes it: ``pre_save`` (which sets
-    ``auto_now``/``auto_now_add`` on the instance too), then ``get_db_prep_save``."""
-    database = _database()
-    return [f.get_db_prep_save(f.pre_save(instance, add), database) for f in fields]
+_plans: dict[tuple[type[Model], tuple[str, ...]], _InsertPlan] = {}
 
 
-@cache
-def insert_sql(
-    model: type[Model], fields: tuple[Field[Any, Any], ...], rows: int = 1, returning: bool = False
-) -> str:
-    """INSERT of ``rows`` rows of ``fields``; ``returning``: the key returned (where the
-    database can, ``connection.features.can_return_columns_from_insert``)."""
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    marks = f"({', '.join(['%s'] * len(fields))})"
-    sql = f"INSERT INTO {table(model)} ({columns}) VALUES {', '.join([marks] * rows)}"
-    if returning and connection.features.can_return_columns_from_insert:
-        sql += f" RETURNING {connection.ops.quote_name(model._meta.pk.column)}"
-    return sql
+def _insert_plan(model: type[Model], names: tuple[str, ...]) -> _InsertPlan:
+    plan = _plans.get((model, names))
+    if plan is None:
+        plan = _plans[(model, names)] = _InsertPlan(model, names)
+    return plan
 
 
-def insert_rows(
-    instances: Sequence[Model], *, suffix: str = "", params: Sequence[Any] = ()
+def insert_values(
+    model: type[Model],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    suffix: str = "",
+    params: Sequence[Any] = (),
 ) -> None:
-    """INSERT ``instances`` (all of one model) in multi-row statements, nothing read
-    back (so it may go out in a pipeline). ``suffix`` and ``params``: a conflict clause
-    after the VALUES, and its parameters."""
-    if not instances:
+    """INSERT ``rows`` of ``model`` (each the values of some fields, by attname:
+    ``run_id``, ``text``) in multi-row statements, nothing read back (so it may go out
+    in a pipeline). ``suffix`` and ``params``: a conflict clause after the VALUES, and
+    its parameters."""
+    if not rows:
         return
-    model = type(instances[0])
-    groups: dict[tuple[Field[Any, Any], ...], list[Model]] = {}
-    for instance in instances:
-        groups.setdefault(_written_fields(instance), []).append(instance)
+    database = _database()
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(row)
     with connection.cursor() as cursor:
-        for fields, rows in groups.items():
-            for start in range(0, len(rows), _ROWS_PER_INSERT):
-                chunk = rows[start : start + _ROWS_PER_INSERT]
-                values = [v for row in chunk for v in instance_values(row, fields, add=True)]
-                sql = insert_sql(model, fields, len(chunk))
-                cursor.execute(f"{sql}{suffix}", [*values, *params])
+        for names, group in groups.items():
+            plan = _insert_plan(model, names)
+            for start in range(0, len(group), _ROWS_PER_INSERT):
+                chunk = group[start : start + _ROWS_PER_INSERT]
+                values = [v for row in chunk for v in plan.values(row, database)]
+                cursor.execute(f"{plan.sql(len(chunk))}{suffix}", [*values, *params])
 
 
-def insert_returning(cursor: Any, instance: Model) -> None:
-    """Send the INSERT of ``instance`` on ``cursor``; its key comes back as the
-    statement's one row (read it with :func:`key_read`). With its key set, nothing is
-    read back."""
-    fields = _written_fields(instance)
-    returning = instance.pk is None
-    cursor.execute(
-        insert_sql(type(instance), fields, 1, returning),
-        instance_values(instance, fields, add=True),
-    )
+def insert_returning(cursor: Any, model: type[Model], values: Mapping[str, Any]) -> Any:
+    """Send the INSERT of one row of ``model`` on ``cursor``; its key when it is known now
+    (given, or a default's), else None: the database assigns it, and it comes back as the
+    statement's one row (read it with :func:`key_read`)."""
+    plan = _insert_plan(model, tuple(values))
+    row = plan.values(values, _database())
+    if plan.key is not None:
+        cursor.execute(plan.sql(1), row)
+        key = model._meta.pk
+        return values[key.attname] if key.attname in values else key.to_python(row[plan.key])
+    cursor.execute(plan.sql(1, returning=True), row)
+    return None
 
 
-def key_read(cursor: Any, instance: Model) -> None:
-    """After :func:`insert_returning`: set the instance's key (the database's) and mark
-    it stored, as ``save()`` leaves it."""
-    if instance.pk is None:
-        model = type(instance)
-        if connection.features.can_return_columns_from_insert:
-            (key,) = cursor.fetchone()
-        else:
-            key = connection.ops.last_insert_id(cursor, model._meta.db_table, model._meta.pk.column)
-        instance.pk = key
-    # Django documents ``_state.adding`` / ``_state.db`` (Model reference, ``from_db``).
-    instance._state.adding = False  # noqa: SLF001
-    instance._state.db = connection.alias  # noqa: SLF001
+def key_read(cursor: Any, model: type[Model]) -> Any:
+    """After :func:`insert_returning` returned None: the key the database assigned."""
+    meta = model._meta
+    if connection.features.can_return_columns_from_insert:
+        (key,) = cursor.fetchone()
+        return key
+    return connection.ops.last_insert_id(cursor, meta.db_table, meta.pk.column)
+
+
+def instance_stored(model: type[_M], values: Mapping[str, Any]) -> _M:
+    """The instance the ORM loads for a row just written with ``values`` (by attname,
+    the key's included; fields not given are deferred)."""
+    names = [f.attname for f in model._meta.concrete_fields if f.attname in values]
+    return model.from_db(connection.alias, names, [values[name] for name in names])
 
 
 @cache

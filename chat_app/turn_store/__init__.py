@@ -31,8 +31,9 @@ sees it" holds as if each job ran on its own.
 belongs to, in that job's module here, never in a caller:
 
 - a write: in a *sending* step (before the job's first ``yield``, or between a reading
-  step and the next ``yield``), through ``model_sql`` (``insert_rows`` of model
-  instances, ``update_row``) so columns and values come from the model;
+  step and the next ``yield``), through ``model_sql`` (``insert_values`` of field
+  values by attname, ``update_row``) so columns, defaults and conversions come from the
+  model;
 - a read: ``sent = send(sql, params)`` in a sending step, ``sent.one()`` /
   ``sent.all()`` after the next ``yield`` (a reading step), where the job may also
   raise (the batch then rolls back and the others run again without it);

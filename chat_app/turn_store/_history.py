@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
 from audit_app.recording import audit_events
 from chat_app.explain import explain_compact
 from chat_app.models import Conversation, Message, Run, RunEvent, RunStatus, ToolCallRecord
@@ -25,8 +26,9 @@ from core.model_sql import (
     column,
     db_value,
     insert_returning,
-    insert_rows,
+    insert_values,
     instance_from_row,
+    instance_stored,
     key_read,
     table,
     update_row,
@@ -65,23 +67,24 @@ def record_job(
     only in a step where a call finished), and go out with the next sending step.
     """
     if events:
-        insert_rows(
+        insert_values(
+            RunEvent,
             [
-                RunEvent(run_id=run_id, seq=e["seq"], type=e["type"], payload=_event_payload(e))
+                {"run_id": run_id, "seq": e["seq"], "type": e["type"], "payload": _event_payload(e)}
                 for e in events
-            ]
+            ],
         )
         for event in events:
             _apply_event(run_id, event)
         calls = [
-            ModelCall(user_id=owner_id, run_id=run_id, **model_call_fields(e))
+            {"user_id": owner_id, "run_id": run_id, **model_call_fields(e)}
             for e in events
             if e["type"] == "model_call"
         ]
         if calls and owner_id is not None:
             try:
                 with transaction.atomic():
-                    insert_rows(calls)
+                    insert_values(ModelCall, calls)
             except DatabaseError:
                 _log.exception("could not record the model calls of run %r", run_id)
     if not audited:
@@ -93,14 +96,15 @@ def record_job(
         return
     username, conversation_id = row
     yield
-    insert_rows(
+    insert_values(
+        AuditEvent,
         audit_events(
             facts=audited,
             run_id=run_id,
             user_id=owner_id,
             username=username or "",
             conversation_id=conversation_id,
-        )
+        ),
     )
 
 
@@ -142,14 +146,14 @@ def _apply_event(run_id: int, event: dict[str, Any]) -> None:
     elif kind == "tool_call_started":
         arguments = event.get("arguments")
         # The same call may be announced again (a nested run): it keeps its one row.
-        call = ToolCallRecord(
-            run_id=run_id,
-            call_id=event["call_id"],
-            name=event["name"],
-            arguments=arguments if arguments is not None else {},
-            parent_call_id=event.get("parent_call_id") or "",
-        )
-        insert_rows([call], suffix=_upsert_sql(_CALL_ANNOUNCED))
+        call = {
+            "run_id": run_id,
+            "call_id": event["call_id"],
+            "name": event["name"],
+            "arguments": arguments if arguments is not None else {},
+            "parent_call_id": event.get("parent_call_id") or "",
+        }
+        insert_values(ToolCallRecord, [call], suffix=_upsert_sql(_CALL_ANNOUNCED))
     elif kind == "approval_requested":
         _call_status_set(run_id, event["call_id"], "awaiting_approval")
     elif kind == "approval_resolved":
@@ -177,23 +181,28 @@ def _tool_call_finish(run_id: int, event: dict[str, Any]) -> None:
     is_error = bool(event.get("is_error"))
     # Cut off by Stop: shown as stopped, not as a failure of the tool.
     status = "stopped" if event.get("stopped") else "error" if is_error else "done"
-    call = ToolCallRecord(
-        run_id=run_id,
-        call_id=event["call_id"],
-        name=event.get("name", ""),
-        status=status,
-        result_preview=event.get("preview", ""),
-        is_error=is_error,
-        truncated=bool(event.get("truncated")),
-        full_result_path=event.get("full_result_path") or "",
-        duration_ms=float(event.get("duration_ms") or 0.0),
-    )
+    call = {
+        "run_id": run_id,
+        "call_id": event["call_id"],
+        "name": event.get("name", ""),
+        "status": status,
+        "result_preview": event.get("preview", ""),
+        "is_error": is_error,
+        "truncated": bool(event.get("truncated")),
+        "full_result_path": event.get("full_result_path") or "",
+        "duration_ms": float(event.get("duration_ms") or 0.0),
+    }
     status_column = column(ToolCallRecord, "status")
     keep_denied = (
         f", {status_column} = CASE WHEN {table(ToolCallRecord)}.{status_column} = %s"
         f" THEN %s ELSE EXCLUDED.{status_column} END"
     )
-    insert_rows([call], suffix=_upsert_sql(_CALL_RESULT) + keep_denied, params=["denied", "denied"])
+    insert_values(
+        ToolCallRecord,
+        [call],
+        suffix=_upsert_sql(_CALL_RESULT) + keep_denied,
+        params=["denied", "denied"],
+    )
 
 
 @cache
@@ -272,14 +281,23 @@ def finish_job(
             [call_status, True, f"turn {status}", run_id, "running", "awaiting_approval"],
         )
     update_row(Conversation, pk=run.conversation_id, values={"updated": now})
-    message = Message(conversation_id=run.conversation_id, role="assistant", text=text, run=run)
+    written = {
+        "conversation_id": run.conversation_id,
+        "role": "assistant",
+        "text": text,
+        "run_id": run_id,
+        "created": now,
+    }
     reply = connection.cursor()
     try:
-        insert_returning(reply, message)
+        key = insert_returning(reply, Message, written)
         yield
-        key_read(reply, message)
+        if key is None:
+            key = key_read(reply, Message)
     finally:
         reply.close()
+    message = instance_stored(Message, {"id": key, **written})
+    message.run = run
     for name, value in closed.items():
         setattr(run, name, value)
     run.lease_until = None

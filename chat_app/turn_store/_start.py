@@ -47,7 +47,7 @@ from core.api_errors import ConflictError, NotFoundError, UnprocessableError
 from core.model_sql import (
     column,
     insert_returning,
-    insert_rows,
+    insert_values,
     instance_from_row,
     key_read,
     python_value,
@@ -117,44 +117,59 @@ def start_job(
     )
     yield
     now = timezone.now()
-    run = Run(
-        pk=run_key,
-        conversation_id=conversation.pk,
-        model=model,
-        profile_name=conversation.profile_name,
-        attended=turn_attended,
-        options={
-            "tools_on": conversation.tools_on,
-            "web_search_on": conversation.web_search_on,
-            "plan_mode": conversation.plan_mode,
-            "agent_profile": conversation.agent_profile_id,
+    run_id = _insert(
+        Run,
+        run_key,
+        {
+            "conversation_id": conversation.pk,
+            "model": model,
+            "profile_name": conversation.profile_name,
+            "attended": turn_attended,
+            "options": {
+                "tools_on": conversation.tools_on,
+                "web_search_on": conversation.web_search_on,
+                "plan_mode": conversation.plan_mode,
+                "agent_profile": conversation.agent_profile_id,
+            },
         },
     )
-    _insert(run)
     limits = (
-        send(*owner_turns_statement(owner_id=user.pk, now=now, exclude_run_id=run.pk))
+        send(*owner_turns_statement(owner_id=user.pk, now=now, exclude_run_id=run_id))
         if limits_on()
         else None
     )
     if not conversation.title:
         conversation.title = title_from_message(text)
-    message = Message(
-        pk=message_key, conversation_id=conversation.pk, run=run, role="user", text=text
+    message_id = _insert(
+        Message,
+        message_key,
+        {
+            "conversation_id": conversation.pk,
+            "run_id": run_id,
+            "role": "user",
+            "text": text,
+            "created": now,
+        },
     )
-    _insert(message)
     changed = {name: getattr(conversation, name) for name in chosen}
     update_row(
         Conversation,
         pk=conversation.pk,
         values={**changed, "title": conversation.title, "updated": now},
     )
-    history = send(*conversation_history_statement(conversation_id=conversation.pk, before=message))
-    budget = send(*budget_and_spend_statement(user_id=user.pk, exclude_run_id=run.pk))
+    history = send(
+        *conversation_history_statement(
+            conversation_id=conversation.pk, before_id=message_id, before_created=now
+        )
+    )
+    budget = send(*budget_and_spend_statement(user_id=user.pk, exclude_run_id=run_id))
     # The turn's first event goes into run history with the run (seq 1): the turn only
     # relays it, so no history job of its own precedes its first model request.
-    started = {"text": text, "message_id": message.pk, "title": conversation.title}
+    started = {"text": text, "message_id": message_id, "title": conversation.title}
     started["replaces"] = replaces
-    insert_rows([RunEvent(run=run, seq=1, type="user_message", payload=started)])
+    insert_values(
+        RunEvent, [{"run_id": run_id, "seq": 1, "type": "user_message", "payload": started}]
+    )
     yield
     counts = limits.one() if limits is not None else None
     messages = history_messages(history.all())
@@ -183,8 +198,8 @@ def start_job(
         },
     }
     return PreparedTurn(
-        run_id=run.pk,
-        message_id=message.pk,
+        run_id=run_id,
+        message_id=message_id,
         title=conversation.title,
         allowed_tools=conversation_allowed_tools(conversation=conversation),
         request_kwargs=turn_request_kwargs(values),
@@ -193,12 +208,15 @@ def start_job(
     )
 
 
-def _insert(instance: Run | Message) -> None:
-    """INSERT a row whose key was taken beforehand (PostgreSQL: nothing read back, so it
-    goes out in the pipeline) or is read back at once (elsewhere: no pipeline)."""
+def _insert(model: type[Run] | type[Message], key: int | None, values: dict[str, Any]) -> int:
+    """INSERT a row whose ``key`` was taken beforehand (PostgreSQL: nothing read back, so
+    it goes out in the pipeline) or, with ``key`` None, is read back at once (elsewhere:
+    no pipeline); the row's key."""
     with connection.cursor() as cursor:
-        insert_returning(cursor, instance)
-        key_read(cursor, instance)
+        if key is not None:
+            return insert_returning(cursor, model, {"id": key, **values})
+        insert_returning(cursor, model, values)
+        return key_read(cursor, model)
 
 
 def _before_opening(
