@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
+from core.channel_layer import LocalChannelLayer
+
 if TYPE_CHECKING:
     from chat_app.turns import ActiveTurn
 
@@ -101,4 +103,4 @@ def flight_end(conversation_id: int) -> None:
 
 def single_process_layer() -> bool:
     """True when no other process can be running turns (the in-memory channel layer)."""
-    return isinstance(get_channel_layer(), InMemoryChannelLayer)
+    return isinstance(get_channel_layer(), (LocalChannelLayer, InMemoryChannelLayer))

@@ -1,4 +1,4 @@
-"""Every place OpenProgram relies on a private part of daphne, autobahn, Twisted or Channels.
+"""Every place OpenProgram relies on a private part of daphne, autobahn or Twisted.
 
 Nothing else in the tree touches a library's private attribute (ruff's ``SLF001`` is on,
 with a per-file exception for this module only). Each patch below says what it changes
@@ -25,24 +25,14 @@ The patches:
   of daphne's request class are wrapped: a declared ``Content-Length`` over the limit is
   answered 413 when the headers arrive, a chunked body when it passes the limit; nothing
   of it is kept.
-- **The in-memory channel layer's clean-up** (:class:`ThrottledCleanUp`). Channels'
-  ``InMemoryChannelLayer`` scans every channel and group for expired messages on each send
-  and receive (``_clean_expired``): O(sockets) per message. Here it runs at most once a
-  second (messages expire after 60 s). Offered upstream as
-  ``docs/decisions/upstream/channels-throttled-clean-up.md``; delete this when Channels
-  has it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 import inspect
 import json
-import time
 from typing import Any
-
-from channels.exceptions import ChannelFull
 
 from core.socket_frames import CLOSE_TOO_LARGE, too_large_frame
 
@@ -50,7 +40,6 @@ __all__ = [
     "RELIED_ON",
     "VERIFIED",
     "PatchTargetMissing",
-    "ThrottledCleanUp",
     "install",
     "missing_targets",
     "oversize_bodies_refused",
@@ -61,7 +50,6 @@ VERIFIED: dict[str, tuple[str, ...]] = {
     "daphne": ("4.2.3",),
     "autobahn": ("26.11.1",),
     "twisted": ("26.10.0",),
-    "channels": ("4.3.2",),
 }
 """Versions this module's patches were checked on (its tests passed against them)."""
 
@@ -89,10 +77,8 @@ RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
         ),
     ),
     "twisted": (("twisted.web.http", "Request", ("content", "channel")),),
-    "channels": (("channels.layers", "InMemoryChannelLayer", ("_clean_expired",)),),
 }
 
-_CLEAN_EVERY_SECONDS = 1.0
 _BODY = b"Request body too large for this server.\n"
 
 
@@ -241,31 +227,3 @@ def oversize_bodies_refused(limit: int) -> None:
     WebRequest.gotLength = gotLength
     WebRequest.handleContentChunk = handleContentChunk
     WebRequest.process = guarded_process
-
-
-# --- the in-memory channel layer's clean-up ------------------------------------------------
-
-
-class ThrottledCleanUp:
-    """Mixed in before ``InMemoryChannelLayer``: its scan for expired messages and
-    memberships runs at most once every :data:`_CLEAN_EVERY_SECONDS` instead of on every
-    send and receive, and a group's members are sent to in turn (its ``groups`` mapping is
-    read here, the one place that knows the layer's insides), not one task each."""
-
-    async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        assert isinstance(message, dict), "Message is not a dict"
-        if group not in self.groups:  # a member's group_add checked the name of one that is
-            self.require_valid_group_name(group)
-        self._clean_expired()
-        for channel in list(self.groups.get(group, ())):
-            with contextlib.suppress(ChannelFull):  # that member loses it, as in Channels
-                await self.send(channel, message)
-
-    _cleaned_at = float("-inf")
-
-    def _clean_expired(self) -> None:
-        now = time.monotonic()
-        if now - self._cleaned_at < _CLEAN_EVERY_SECONDS:
-            return
-        self._cleaned_at = now
-        super()._clean_expired()  # type: ignore[misc]

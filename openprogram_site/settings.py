@@ -160,10 +160,10 @@ if REDIS_URL:
 else:
     # The in-memory layer silently drops messages beyond `capacity` per channel (100 by
     # default); a tool streaming fast could lose frames on open tabs. Match Redis's.
-    # openprogram_site.channel_layer: Channels' in-memory layer without its per-message scans.
+    # core.channel_layer: Channels' in-memory semantics without its per-message costs.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "openprogram_site.channel_layer.LocalChannelLayer",
+            "BACKEND": "core.channel_layer.LocalChannelLayer",
             "CONFIG": {"capacity": 1500, "expiry": 60},
         }
     }

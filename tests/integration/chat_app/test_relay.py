@@ -178,7 +178,7 @@ class _Tabs:
     async def delivered(self) -> None:
         """Wait until every message sent to the tabs so far is in their lists."""
         async with asyncio.timeout(60):
-            while any(not self.layer.channels.get(c, _EMPTY).empty() for c in self._channels):
+            while any(self.layer.pending(c) for c in self._channels):
                 await asyncio.sleep(0)
             await asyncio.sleep(0)
 
@@ -186,9 +186,6 @@ class _Tabs:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-_EMPTY = asyncio.Queue()
 
 
 @pytest.fixture

@@ -92,9 +92,6 @@ async def test_events_history_cannot_take_are_never_relayed_and_end_the_turn(ali
         await asyncio.wait_for(layer.receive(channel), timeout=0.3)
 
 
-_NOTHING_QUEUED = asyncio.Queue()
-
-
 async def _tab(conversation: Conversation) -> tuple[Any, str]:
     """An open tab of ``conversation``: a channel of the real layer in its group."""
     layer = get_channel_layer()
@@ -107,7 +104,7 @@ async def _queued_frames(layer: Any, channel: str) -> list[dict]:
     """The frames of every message waiting in the tab's channel (a receive per message,
     none of which waits: each has its message already)."""
     frames: list[dict] = []
-    while not layer.channels.get(channel, _NOTHING_QUEUED).empty():
+    while layer.pending(channel):
         message = await layer.receive(channel)
         frames.extend(json.loads(frame) for frame in message["frames"])
     return frames
