@@ -64,15 +64,18 @@ _AREAS = (
     ("database: starting a turn", "start_job"),
     ("database: finishing a turn", "finish_job"),
     ("database: budget checks", "budget_job"),
+    ("conversation titles (after a first turn)", "model_titles"),
+    ("channel layer (group messages)", "core/channel_layer.py"),
+    ("channel layer (group messages)", "channels/layers.py"),
+    # A relayed frame reaches its socket through ChatConsumer.dispatch, under Channels'
+    # auth middleware: not the socket's login.
+    ("relayed frames to sockets (consumer, session wrapper, daphne)", "chat_events"),
     ("database: socket login (session, user)", "channels/auth.py"),
     ("database: socket connect and catch-up", "connect_job"),
-    # A relayed frame reaches its socket through ChatConsumer.dispatch: not the connect.
-    ("turn task, relay, consumers", "chat_events"),
     ("socket connect, messages, disconnect (consumers)", "consumers.py"),
     ("database: other (sessions, closing connections)", "thread_handler"),
     ("tools (todo_read, list_dir and their policy)", "openprogram/programs"),
     ("thread hand-offs (waking the event loop)", "_write_to_self"),
-    ("channel layer (group messages)", "channels/layers.py"),
     ("WebSocket and TCP (twisted, autobahn)", "autobahn"),
     ("WebSocket and TCP (twisted, autobahn)", "twisted/internet/tcp"),
     ("WebSocket and TCP (twisted, autobahn)", "twisted/internet/abstract"),

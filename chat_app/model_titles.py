@@ -29,6 +29,7 @@ from channels.db import database_sync_to_async
 from django.db import transaction
 
 from chat_app.models import TITLE_MAX, Conversation, Run
+from chat_app.models import Message as SavedMessage
 from chat_app.relay import group_send_safely
 from chat_app.titles import TITLE_CHARS, title_from_message
 from openprogram.agent.types import Message
@@ -113,25 +114,38 @@ async def conversation_title_ask(*, conversation_id: int, run_id: int, owner_id:
 
 
 def _ask_for(*, conversation_id: int, run_id: int, owner_id: int) -> _Ask | None:
-    conversation = Conversation.objects.filter(pk=conversation_id, owner_id=owner_id).first()
-    if conversation is None:
+    """What to ask, or None when a rule says no. It runs after every first turn, so it
+    reads only the columns the rules need, cheapest rule first (a run's row carries its
+    tool list and resolution explanation, JSON that would be decoded for nothing)."""
+    title = (
+        Conversation.objects.filter(pk=conversation_id, owner_id=owner_id)
+        .values_list("title", flat=True)
+        .first()
+    )
+    if title is None:
         return None
-    runs = list(conversation.runs.order_by("started", "id")[:2])
-    if [r.pk for r in runs] != [run_id] or runs[0].status != "completed":
+    runs = list(
+        Run.objects.filter(conversation_id=conversation_id)
+        .order_by("started", "id")
+        .values_list("pk", "status", "model")[:2]
+    )
+    if [pk for pk, _, _ in runs] != [run_id] or runs[0][1] != "completed":
         return None  # rule 1: the first turn, completed
-    run: Run = runs[0]
-    if is_offline(run.model):
+    model = runs[0][2]
+    if is_offline(model):
         return None  # rule 3
-    messages = list(run.messages.order_by("created", "id"))
-    message = next((m.text for m in messages if m.role == "user"), "")
-    reply = next((m.text for m in reversed(messages) if m.role == "assistant"), "")
+    said = SavedMessage.objects.filter(run_id=run_id).order_by("created", "id")
+    message = said.filter(role="user").values_list("text", flat=True).first() or ""
     automatic = title_from_message(message)
-    if not reply or conversation.title != automatic:
+    if title != automatic:
         return None  # rule 4
+    reply = said.filter(role="assistant").values_list("text", flat=True).last() or ""
+    if not reply:
+        return None  # rule 4: nothing to title yet
     budget, recorded = budget_and_spend(user_id=owner_id)
     if budget_verdict(budget=budget, recorded=recorded, turn_cost=0.0) is not None:
         return None  # rule 5
-    return _Ask(model=run.model, message=message, reply=reply, automatic=automatic)
+    return _Ask(model=model, message=message, reply=reply, automatic=automatic)
 
 
 async def _model_answer(ask: _Ask) -> tuple[str, dict[str, int]]:
