@@ -64,10 +64,25 @@ class _Ask:
 
 
 def title_after_turn(
-    task: asyncio.Task, *, conversation_id: int, run_id: int, owner_id: int, attended: bool
+    task: asyncio.Task,
+    *,
+    conversation_id: int,
+    run_id: int,
+    owner_id: int,
+    attended: bool,
+    first: bool,
+    model: str,
+    title: str,
+    text: str,
 ) -> None:
-    """When the turn ``task`` ends: ask for a title in a task of its own (rule 2 here)."""
-    if not attended:
+    """When the turn ``task`` ends: ask for a title in a task of its own.
+
+    What the turn already knows decides here, without a database read, the turns whose
+    answer can only be no: unattended (rule 2), not the conversation's first (``first``:
+    it had no history; rule 1), the offline model (rule 3), a title at the turn's start
+    that was not the automatic one for ``text`` (rule 4). The ask re-checks every rule
+    against the database, and the save rule 4 again."""
+    if not (attended and first) or is_offline(model) or title != title_from_message(text):
         return
 
     def ended(done: asyncio.Task) -> None:

@@ -321,6 +321,10 @@ async def turn_start(
         run_id=turn.run_id,
         owner_id=user.pk,
         attended=turn.request.attended,
+        first=not turn.request.history,
+        model=turn.request.model,
+        title=prepared.title,
+        text=turn.request.text,
     )
     return turn
 
