@@ -46,21 +46,22 @@ __all__ = ["CLEAN_EVERY_SECONDS", "LocalChannelLayer"]
 CLEAN_EVERY_SECONDS = 1.0
 """The scan for expired messages and memberships runs at most this often."""
 
-_SHARED = (str, int, float, bool, bytes, type(None))
+_SHARED = frozenset({str, int, float, bool, bytes, type(None)})
 """Immutable leaves a copied message may share with the original."""
 
 
 def _copied(value: Any) -> Any:
-    """A deep copy of a message: JSON shapes walked directly, anything else ``deepcopy``."""
+    """A deep copy of a message: JSON shapes walked directly (immutable leaves shared, not
+    visited), anything else through ``deepcopy``."""
     kind = type(value)
     if kind is dict:
-        return {key: _copied(item) for key, item in value.items()}
+        return {k: v if type(v) in _SHARED else _copied(v) for k, v in value.items()}
     if kind is list:
-        return [_copied(item) for item in value]
+        return [v if type(v) in _SHARED else _copied(v) for v in value]
     if kind in _SHARED:
         return value
     if kind is tuple:
-        return tuple(_copied(item) for item in value)
+        return tuple(_copied(v) for v in value)
     return deepcopy(value)
 
 
