@@ -209,7 +209,7 @@ def agent_profiles_create(request: HttpRequest, payload: AgentProfileIn):
         name=payload.name,
         model=payload.model,
         system_prompt=payload.system_prompt,
-        tools=payload.tools.dict(),
+        tools=payload.tools.model_dump(),
     )
 
 
@@ -220,7 +220,7 @@ def agent_profiles_get(request: HttpRequest, pk: int):
 
 @router.patch("/agent-profiles/{pk}", response=AgentProfileOut, summary="Change an agent profile")
 def agent_profiles_update(request: HttpRequest, pk: int, payload: AgentProfilePatch):
-    changes = payload.dict(exclude_unset=True)
+    changes = payload.model_dump(exclude_unset=True)
     return agent_profile_services.agent_profile_update(owner=request.user, pk=pk, **changes)
 
 

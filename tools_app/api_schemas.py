@@ -6,8 +6,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
-from ninja.schema import DjangoGetter
-from pydantic import model_validator
+from pydantic import BaseModel, model_validator
 
 __all__ = [
     "AgentProfileIn",
@@ -35,22 +34,21 @@ __all__ = [
 ]
 
 
-class BodySchema(Schema):
+class BodySchema(BaseModel):
     """A request body: a JSON object, nothing else.
 
-    ninja's ``Schema`` also reads attributes off arbitrary objects (for ORM rows), so
-    on its own it would take ``[1, 2]``, ``"x"`` or ``5`` as an empty object and
-    answer 200; every body schema here refuses them with 422 instead.
+    A plain pydantic model, not ninja's ``Schema``: that one also reads attributes off
+    arbitrary objects (for ORM rows), so it would take ``[1, 2]``, ``"x"`` or ``5`` as an
+    empty object and answer 200, and it hands validators the input wrapped in a
+    ``DjangoGetter`` with no public way back to it. Every body schema here refuses a
+    non-object with 422 and says so.
     """
 
     @model_validator(mode="before")
     @classmethod
     def _an_object(cls, value: Any) -> Any:
-        # ninja's own validator runs first and wraps the input in a DjangoGetter.
-        # SLF001: django-ninja exposes the wrapped input of its DjangoGetter under no public name.
-        raw = value._obj if isinstance(value, DjangoGetter) else value  # noqa: SLF001
-        if not isinstance(raw, dict | BodySchema):
-            raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+        if not isinstance(value, dict | BodySchema):
+            raise ValueError(f"expected a JSON object, got {type(value).__name__}")
         return value
 
 

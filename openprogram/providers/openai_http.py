@@ -131,13 +131,16 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=cafile)
 
 
-def _forget(session: aiohttp.ClientSession) -> None:
-    """Mark a dead loop's session closed without that loop (so nothing warns at exit)."""
-    connector = session.connector
-    if connector is not None and not connector.closed:
-        # close() would schedule work on the loop; _close() just drops the pool.
-        # SLF001: aiohttp has no synchronous close for a connector whose loop is gone.
-        connector._close()  # noqa: SLF001
+_closing: set[asyncio.Future[None]] = set()
+"""Closes of dead loops' sessions under way (strong references until each is done)."""
+
+
+def _close_dead(session: aiohttp.ClientSession) -> None:
+    """Close a session whose loop is gone, from the running loop. aiohttp's ``close()``
+    finds that loop closed and only marks the pool closed: nothing is awaited there."""
+    closing = asyncio.ensure_future(session.close())
+    _closing.add(closing)
+    closing.add_done_callback(_closing.discard)
 
 
 def _session() -> aiohttp.ClientSession:
@@ -148,7 +151,7 @@ def _session() -> aiohttp.ClientSession:
     for other in [other for other in _sessions if other.is_closed()]:
         stale = _sessions.pop(other, None)  # another thread's loop may sweep it first
         if stale is not None:
-            _forget(stale)
+            _close_dead(stale)
     # trust_env stays off: it costs two worker-thread hops per request (a ~/.netrc read
     # and the proxy look-up), and a netrc entry for the model's host would clash with our
     # Authorization header. The proxy comes from :func:`_proxy_for` instead.
@@ -161,8 +164,19 @@ def _session() -> aiohttp.ClientSession:
 
 @atexit.register
 def _close_sessions() -> None:
-    for session in _sessions.values():
-        _forget(session)
+    """At exit, close every pooled session on its own loop (so nothing warns): a closed
+    loop's through a fresh one (aiohttp then only marks the pool closed), a stopped
+    loop's on that loop. A loop still running in another thread keeps its connections
+    until the process ends; its session is detached so it does not warn."""
+    for loop, session in list(_sessions.items()):
+        if session.closed:
+            continue
+        if loop.is_closed():
+            asyncio.run(session.close())
+        elif not loop.is_running():
+            loop.run_until_complete(session.close())
+        else:
+            session.detach()
     _sessions.clear()
 
 

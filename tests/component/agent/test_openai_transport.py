@@ -8,13 +8,14 @@ connection of a stream still running (against a real keep-alive aiohttp.web serv
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 
 import pytest
 
 from openprogram.agent.types import AgentTool, Message
-from openprogram.providers import ProviderError, stream_chat
+from openprogram.providers import ProviderError, openai_http, stream_chat
 from openprogram.providers._litellm_setup import load_litellm
 from openprogram.providers.openai_route import fallback_reasons, openai_route
 from tests.component.agent.conftest import FAKE_MODEL, FAST_RETRY
@@ -281,3 +282,26 @@ async def test_each_call_sends_exactly_its_tools_with_their_schema_and_descripti
         [lookup.to_wire()],  # only what this call offers: private_notes went with call one
     ]
     assert sent[1][0]["function"]["parameters"]["properties"] == {"term": {"type": "integer"}}
+
+
+def test_a_dead_loops_pooled_session_is_closed_by_the_next_loop_and_at_exit(recwarn):
+    async def pooled():
+        return openai_http._session()
+
+    first = asyncio.run(pooled())  # its loop is closed now, its session still open
+    assert not first.closed
+
+    async def next_loop():
+        second = openai_http._session()  # finds the dead loop's session and closes it
+        await asyncio.gather(*openai_http._closing)
+        return second
+
+    second = asyncio.run(next_loop())
+    assert first.closed and not second.closed
+
+    openai_http._close_sessions()  # as at exit: the second loop is closed too
+
+    assert second.closed and openai_http._sessions == {}
+    del first, second
+    gc.collect()
+    assert not [w for w in recwarn if "nclosed" in str(w.message)]
