@@ -11,7 +11,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest
-from ninja import File, Router, Schema
+from ninja import File, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from audit_app.recording import audit_channel
@@ -133,7 +133,7 @@ def attachments_create(request: HttpRequest, file: File[UploadedFile]):
     saved = attachment_save(
         user=request.user, name=file.name or "file", size=file.size, chunks=file.chunks()
     )
-    return 201, {"path": saved.path, "name": saved.name, "size": saved.size}
+    return Status(201, {"path": saved.path, "name": saved.name, "size": saved.size})
 
 
 @router.post("/conversations", response={201: ConversationOut}, summary="Start a conversation")
@@ -145,7 +145,7 @@ def conversations_create(request: HttpRequest, payload: ConversationIn):
         model=payload.model,
         agent_profile=payload.agent_profile,
     )
-    return 201, _conversation_out(conversation)
+    return Status(201, _conversation_out(conversation))
 
 
 @router.get("/conversations/{conversation_id}", response=ConversationOut)
@@ -176,7 +176,7 @@ def conversations_delete(request: HttpRequest, conversation_id: str):
     conversation_delete(
         conversation=conversation_by_public_id(owner=request.user, public_id=conversation_id)
     )
-    return 204, None
+    return Status(204, None)
 
 
 @router.get("/conversations/{conversation_id}/runs", response=list[RunOut])

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 
 from core.api_errors import ForbiddenError
 from tools_app import agent_profile_services, selectors, services
@@ -104,7 +104,7 @@ def profiles_list(request: HttpRequest):
 @router.post("/profiles", response={201: ProfileDetailOut}, summary="Create a tool profile")
 def profiles_create(request: HttpRequest, payload: ProfileIn):
     row = services.profile_create(owner=request.user, name=payload.name, tools=payload.tools)
-    return 201, profile_detail(owner=request.user, name=row.name)
+    return Status(201, profile_detail(owner=request.user, name=row.name))
 
 
 @router.get("/profiles/export", summary="Export your profiles as functions_meta.json")
@@ -148,7 +148,7 @@ def profiles_update(request: HttpRequest, name: str, payload: ProfilePatch):
 @router.delete("/profiles/{name}", response={204: None}, summary="Delete a profile")
 def profiles_delete(request: HttpRequest, name: str):
     services.profile_delete(owner=request.user, name=name)
-    return 204, None
+    return Status(204, None)
 
 
 @router.post("/profiles/{name}/tools", response=ProfileDetailOut, summary="Add a tool")
@@ -170,7 +170,7 @@ def profiles_remove_tool(request: HttpRequest, name: str, tool: str):
 )
 def profiles_duplicate(request: HttpRequest, name: str, payload: DuplicateIn):
     row = services.profile_duplicate(owner=request.user, name=name, new_name=payload.name)
-    return 201, profile_detail(owner=request.user, name=row.name)
+    return Status(201, profile_detail(owner=request.user, name=row.name))
 
 
 # --- resolution ----------------------------------------------------------------------------
@@ -204,13 +204,14 @@ def agent_profiles_list(request: HttpRequest):
 
 @router.post("/agent-profiles", response={201: AgentProfileOut}, summary="Create an agent profile")
 def agent_profiles_create(request: HttpRequest, payload: AgentProfileIn):
-    return 201, agent_profile_services.agent_profile_create(
+    created = agent_profile_services.agent_profile_create(
         owner=request.user,
         name=payload.name,
         model=payload.model,
         system_prompt=payload.system_prompt,
         tools=payload.tools.model_dump(),
     )
+    return Status(201, created)
 
 
 @router.get("/agent-profiles/{pk}", response=AgentProfileOut, summary="One agent profile")
@@ -227,7 +228,7 @@ def agent_profiles_update(request: HttpRequest, pk: int, payload: AgentProfilePa
 @router.delete("/agent-profiles/{pk}", response={204: None}, summary="Delete an agent profile")
 def agent_profiles_delete(request: HttpRequest, pk: int):
     agent_profile_services.agent_profile_delete(owner=request.user, pk=pk)
-    return 204, None
+    return Status(204, None)
 
 
 # --- API tokens ----------------------------------------------------------------------------
@@ -246,14 +247,17 @@ def tokens_list(request: HttpRequest):
 )
 def tokens_create(request: HttpRequest, payload: TokenIn):
     row, clear = services.api_token_issue(owner=request.user, name=payload.name)
-    return 201, {
-        "id": row.pk,
-        "name": row.name,
-        "prefix": row.prefix,
-        "created_at": row.created_at,
-        "last_used_at": row.last_used_at,
-        "token": clear,
-    }
+    return Status(
+        201,
+        {
+            "id": row.pk,
+            "name": row.name,
+            "prefix": row.prefix,
+            "created_at": row.created_at,
+            "last_used_at": row.last_used_at,
+            "token": clear,
+        },
+    )
 
 
 @router.delete(
@@ -261,4 +265,4 @@ def tokens_create(request: HttpRequest, payload: TokenIn):
 )
 def tokens_revoke(request: HttpRequest, pk: int):
     services.api_token_revoke(owner=request.user, pk=pk)
-    return 204, None
+    return Status(204, None)

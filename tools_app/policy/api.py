@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 from pydantic import Field
 
 from tools_app.api_schemas import BodySchema
@@ -64,13 +64,13 @@ def saved_rules(request: HttpRequest):
 def saved_rule_create(request: HttpRequest, payload: SavedRuleIn):
     row = services.policy_user_rule_create(user=request.user, text=payload.rule)
     (saved,) = [r for r in selectors.policy_user_rules(user=request.user) if r["id"] == row.pk]
-    return 201, saved
+    return Status(201, saved)
 
 
 @router.delete("/policy/rules/{rule_id}", response={204: None}, summary="Revoke a saved rule")
 def saved_rule_delete(request: HttpRequest, rule_id: int):
     services.policy_user_rule_delete(user=request.user, rule_id=rule_id)
-    return 204, None
+    return Status(204, None)
 
 
 @router.post(
