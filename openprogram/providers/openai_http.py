@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import ssl
@@ -131,6 +132,7 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=cafile)
 
 
+_EXIT_CLOSE_SECONDS = 2.0
 _closing: set[asyncio.Future[None]] = set()
 """Closes of dead loops' sessions under way (strong references until each is done)."""
 
@@ -166,7 +168,8 @@ def _session() -> aiohttp.ClientSession:
 def _close_sessions() -> None:
     """At exit, close every pooled session on its own loop (so nothing warns): a closed
     loop's through a fresh one (aiohttp then only marks the pool closed), a stopped
-    loop's on that loop. A loop still running in another thread keeps its connections
+    loop's on that loop, waiting at most :data:`_EXIT_CLOSE_SECONDS` (a TLS peer may not
+    answer the close). A loop still running in another thread keeps its connections
     until the process ends; its session is detached so it does not warn."""
     for loop, session in list(_sessions.items()):
         if session.closed:
@@ -174,7 +177,8 @@ def _close_sessions() -> None:
         if loop.is_closed():
             asyncio.run(session.close())
         elif not loop.is_running():
-            loop.run_until_complete(session.close())
+            with contextlib.suppress(TimeoutError):
+                loop.run_until_complete(asyncio.wait_for(session.close(), _EXIT_CLOSE_SECONDS))
         else:
             session.detach()
     _sessions.clear()
