@@ -157,7 +157,9 @@ def test_a_message_of_files_only_shows_chips_and_is_titled_by_them(server, sized
     page.press("#composer-text", "Enter")  # no words, just the file
     page.wait_for_selector(".run[data-status=completed]")
     expect(page.locator("#chat-title")).to_have_text(f"plan-{page.size}.txt")
-    user = page.locator(".run .msg.user")
+    # The server's rendering of the message has replaced the live one (as after a reload).
+    user = page.locator(".run .msg.user:not([data-pending])")
+    user.wait_for()
     assert user.locator(".file-chip").all_inner_texts() == [f"plan-{page.size}.txt"]
     assert user.locator(".user-text").inner_text() == ""
     live = user.locator(".bubble").inner_html()

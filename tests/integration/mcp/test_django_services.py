@@ -45,6 +45,9 @@ def _wait_for_row(name: str, predicate) -> MCPServer:
 
 @pytest.mark.django_db
 def test_nothing_connects_before_start(clean_registry):
+    # Not started in this process: importing openprogram_site.asgi (other modules' socket
+    # tests, in the same worker) runs the server's start-up, which starts the manager.
+    mcp_servers_stop()
     row = _demo_row()
     mcp_server_sync(server=row)
     assert mcp_server_statuses()["demo"]["state"] == "stopped"
