@@ -109,7 +109,7 @@ class LocalChannelLayer(BaseChannelLayer):
 
     async def receive(self, channel: str) -> dict[str, Any]:
         """The next unexpired message on ``channel``, waiting for one if there is none."""
-        self._clean_expired()
+        self._sweep()
         box = self._channels.get(channel) or self._open(channel)
         now = time.time()
         while box.messages:
@@ -163,7 +163,7 @@ class LocalChannelLayer(BaseChannelLayer):
         if members is None:
             self.require_valid_group_name(group)
             return
-        self._clean_expired()
+        self._sweep()
         for channel in list(members):
             box = self._channels.get(channel) or self._open(channel)
             try:
@@ -204,7 +204,7 @@ class LocalChannelLayer(BaseChannelLayer):
         for members in self._groups.values():
             members.pop(channel, None)
 
-    def _clean_expired(self) -> None:
+    def _sweep(self) -> None:
         """At most once every :data:`CLEAN_EVERY_SECONDS`: expired messages go (a channel
         with one leaves every group: its receiver is gone), so do memberships older than
         ``group_expiry`` and channels with nothing queued and nobody waiting."""
