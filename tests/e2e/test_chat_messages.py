@@ -260,6 +260,38 @@ def test_the_edit_box_shows_a_long_message_whole_and_in_view(model_server, sized
     assert pane["y"] - 1 <= box["y"] and box["y"] + box["height"] <= pane["y"] + pane["height"] + 1
 
 
+def test_an_edit_opened_before_the_servers_rendering_arrives_stays_open(
+    model_server, sized_page, gate
+):
+    """The live message is replaced by the server's rendering when that arrives; an edit box
+    opened on it meanwhile moves over with its text and focus (it used to vanish)."""
+    page = sized_page
+    held = []
+    page.route("**/runs/*/message/", lambda route: held.append(route))  # held until released
+    gate.open()
+    _start(page, model_server)
+    with page.expect_request(lambda request: request.url.endswith("/message/")):
+        _send(page, "plan a *short* trip")
+    _wait_completed_runs(page, 1)
+    run = page.locator(".run").first
+    assert run.locator(".msg.user[data-pending]").count() == 1
+    run.hover()
+    run.locator("button[data-action=edit]").click()
+    area = run.locator(".edit-box textarea")
+    area.fill("plan a long trip")
+    assert held, "the message's rendering was requested and is held"
+    for route in held:
+        route.continue_()
+    expect(run.locator(".msg.user:not([data-pending]) .bubble em")).to_have_count(1)
+    expect(area).to_have_value("plan a long trip")
+    expect(area).to_be_focused()
+    assert run.locator(".msg.user .bubble").is_hidden()
+    area.press("Escape")
+    expect(run.locator(".edit-box")).to_have_count(0)
+    expect(run.locator(".msg.user .bubble em")).to_have_text("short")
+    expect(run.locator(".msg.user button[data-action=edit]")).to_be_focused()
+
+
 def test_code_is_highlighted_and_copy_buttons_copy(model_server, sized_page, gate):
     page = sized_page
     gate.open()

@@ -134,7 +134,17 @@
       const current = block.querySelector(":scope > .msg.user[data-pending]");
       if (!rendered || !current) return;
       rendered.querySelectorAll("time.msg-time").forEach((t) => timeOf(t, new Date(t.dateTime)));
+      // An edit opened on the live message carries over, with its text, caret and focus.
+      const editing = current.querySelector(":scope > .edit-box");
+      const focused = editing?.contains(document.activeElement) ? document.activeElement : null;
+      const [start, end] = [focused?.selectionStart, focused?.selectionEnd];
+      if (editing) {
+        rendered.querySelector(":scope > .bubble").hidden = true;
+        rendered.prepend(editing);
+      }
       current.replaceWith(rendered);
+      focused?.focus({ preventScroll: true });
+      if (start != null) focused.setSelectionRange(start, end);
       return;
     }
   }

@@ -92,7 +92,13 @@
     const save = el("button", "primary", "Send edited");
     const cancel = el("button", "", "Cancel");
     save.type = cancel.type = "button";
-    const close = () => { box.remove(); bubble.hidden = false; user.querySelector("[data-action=edit]")?.focus(); };
+    // The message the box sits in now: the server's rendering may have replaced the first one.
+    const close = () => {
+      const owner = box.closest(".msg.user") || user;
+      box.remove();
+      owner.querySelector(":scope > .bubble").hidden = false;
+      owner.querySelector("[data-action=edit]")?.focus();
+    };
     save.addEventListener("click", () => {
       if (!area.value.trim()) return;
       resend(area.value, run.dataset.runId, true);
