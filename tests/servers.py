@@ -81,6 +81,21 @@ class DaphneServer:
     def shell(self, code: str) -> str:
         return self.manage("shell", "-c", code)
 
+    def sql(self, statement: str, parameters: tuple = ()) -> list[tuple]:
+        """One statement on the server's own SQLite file, committed; its rows.
+
+        No Django start-up (a ``manage.py shell`` costs seconds), so for what a test only
+        reads, or a plain UPDATE of its rows; the server may be running (WAL, a busy wait).
+        """
+        assert "DATABASE_URL" not in self.extra_env, "this server's database is not SQLite"
+        self.from_template = False
+        connection = sqlite3.connect(self.home / "db.sqlite3", timeout=30)
+        try:
+            with connection:
+                return connection.execute(statement, parameters).fetchall()
+        finally:
+            connection.close()
+
     def create_users(self) -> None:
         """alice, bob and the superuser root, all with PASSWORD."""
         if self.from_template:

@@ -71,9 +71,3 @@ def staff_user(django_user_model):
 def staff_client(client, staff_user):
     client.force_login(staff_user)
     return client
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    # The personas are created with a password; real PBKDF2 dominates these tests' time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
