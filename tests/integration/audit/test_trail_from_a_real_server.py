@@ -50,15 +50,25 @@ async def _approve_from_a_second_tab(session: ChatSession, command: str) -> list
         return first_frames
 
 
+_TRAIL_FIELDS = (
+    "username",
+    "tool",
+    "verdict",
+    "decided_by",
+    "outcome",
+    "channel",
+    "conversation_id",
+    "arguments",
+)
+
+
 def _trail(server: DaphneServer) -> list[dict]:
-    output = server.shell(
-        "import json; from audit_app.models import AuditEvent as A;"
-        "print('ROWS=' + json.dumps(list(A.objects.order_by('id').values("
-        "'username', 'tool', 'verdict', 'decided_by', 'outcome', 'channel',"
-        " 'conversation_id', 'arguments'))))"
-    )
-    line = next(row for row in output.splitlines() if row.startswith("ROWS="))
-    return json.loads(line.removeprefix("ROWS="))
+    """The server's audit rows, read from its SQLite file (``arguments`` is JSON text)."""
+    rows = server.sql(f"SELECT {', '.join(_TRAIL_FIELDS)} FROM audit_app_auditevent ORDER BY id")
+    return [
+        {**dict(zip(_TRAIL_FIELDS, row, strict=True)), "arguments": json.loads(row[-1])}
+        for row in rows
+    ]
 
 
 def test_an_approval_from_a_second_tab_names_the_approver_and_outlives_the_chat(server):
