@@ -58,6 +58,10 @@ def _ttft(values: list[float], alone_ms: float) -> str:
     return f"{p50:.0f} / {p95:.0f}{times}"
 
 
+def _per_frame(turns: Turns) -> str:
+    return f"{turns.pieces / turns.text_frames:.2f}" if turns.text_frames else "n/a"
+
+
 def _share(span: CpuWindow, cpu: CpuWindow, label: str, turns: int) -> str:
     return (
         f"{100 * span.share(label):.0f} % ({cpu.used[label]:.2f} s, "
@@ -116,6 +120,11 @@ def rows(
             f"{_p(lone.piece_latency_ms, 50)} / {_p(lone.piece_latency_ms, 99)}",
             lambda x: f"{_p(x.turns.piece_latency_ms, 50)} / {_p(x.turns.piece_latency_ms, 99)}",
             "p99 ≤ 50",
+        ),
+        row(
+            "pieces per text frame (merged while they waited in the relay's window)",
+            _per_frame(lone),
+            lambda x: _per_frame(x.turns),
         ),
         row(
             "server CPU from the first send until every turn streamed (ms per turn start)",

@@ -87,6 +87,8 @@ class Turns:
     pieces: int = 0
     first_token_ms: list[float] = field(default_factory=list)
     piece_latency_ms: list[float] = field(default_factory=list)
+    text_frames: int = 0
+    """Text frames that carried the pieces (pieces / frames: how many a frame merged)."""
     arrivals_ns: list[int] = field(default_factory=list)
     """When each delivered piece reached its socket."""
     failures: list[str] = field(default_factory=list)
@@ -112,6 +114,7 @@ class Turns:
             if first:
                 self.first_token_ms.append((arrived_ns - outcome.sent_ns) / 1e6)
                 first = False
+            self.text_frames += 1
             for line in frame["text"].split():
                 if line.startswith(STAMP_PREFIX):
                     self.pieces += 1
