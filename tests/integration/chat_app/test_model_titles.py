@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from asgiref.sync import sync_to_async
 
+from chat_app import model_titles
 from chat_app.model_titles import TITLE_PROMPT
 from chat_app.models import Conversation
 from chat_app.schemas import TurnOptions
@@ -54,16 +55,15 @@ async def _attended_turn(user, text: str, **conversation) -> Conversation:
     return made
 
 
-async def _title_settles(conversation: Conversation, fake: FakeOpenAIServer, asks: int) -> str:
-    """The title once the model was asked ``asks`` times and the ask's task has ended."""
-    for _ in range(200):
-        if (
-            len(fake.requests) >= asks
-            and await ModelCall.objects.filter(run__conversation_id=conversation.pk).acount()
-            >= asks
-        ):
-            break
-        await asyncio.sleep(0.05)
+async def _asks_done() -> None:
+    """Every title ask started so far has ended. A turn's ask starts in a done callback of
+    its task, which runs before anything awaiting the task resumes."""
+    await asyncio.gather(*list(model_titles._pending), return_exceptions=True)
+
+
+async def _title_settles(conversation: Conversation) -> str:
+    """The title once the ask the turn started (if any) has ended."""
+    await _asks_done()
     return (await Conversation.objects.aget(pk=conversation.pk)).title
 
 
@@ -74,7 +74,7 @@ async def test_the_first_reply_gets_a_title_from_the_model_counted_in_usage(alic
 
     conversation = await _attended_turn(alice, "when is high tide?")
 
-    assert await _title_settles(conversation, fake_openai, asks=2) == "Tides and their timing"
+    assert await _title_settles(conversation) == "Tides and their timing"
     asked = fake_openai.requests[1]["messages"]
     assert asked[0] == {"role": "system", "content": TITLE_PROMPT}
     assert "when is high tide?" in asked[1]["content"]
@@ -88,7 +88,7 @@ async def test_the_first_reply_gets_a_title_from_the_model_counted_in_usage(alic
 async def test_only_the_first_turn_asks(alice, fake_openai):
     fake_openai.script(_reply("one"), _reply("First title"), _reply("two"))
     conversation = await _attended_turn(alice, "first question")
-    assert await _title_settles(conversation, fake_openai, asks=2) == "First title"
+    assert await _title_settles(conversation) == "First title"
 
     turn = await turn_start(
         user=alice,
@@ -98,7 +98,7 @@ async def test_only_the_first_turn_asks(alice, fake_openai):
         attended=True,
     )
     await turn.task
-    await asyncio.sleep(0)  # a title ask would start on the turn's end
+    await _asks_done()
 
     assert len(fake_openai.requests) == 3
     assert (await Conversation.objects.aget(pk=conversation.pk)).title == "First title"
@@ -111,7 +111,7 @@ async def test_an_unattended_turn_asks_for_no_title(alice, fake_openai):
     await turn_run_to_completion(
         user=alice, conversation_id=made.pk, text="nightly report", options=TurnOptions()
     )
-    await asyncio.sleep(0)
+    await _asks_done()
 
     assert len(fake_openai.requests) == 1
     assert (await Conversation.objects.aget(pk=made.pk)).title == "Nightly report"
@@ -122,7 +122,7 @@ async def test_no_title_is_asked_over_budget(alice, fake_openai):
     fake_openai.script(_reply("Hi!", prompt=100_000, completion=10_000), _reply("Too dear"))
 
     conversation = await _attended_turn(alice, "hello there")  # 0.45 spent: over from now on
-    await asyncio.sleep(0.2)
+    await _asks_done()
 
     assert len(fake_openai.requests) == 1
     assert (await Conversation.objects.aget(pk=conversation.pk)).title == "Hello there"
@@ -132,7 +132,7 @@ async def test_a_title_of_ones_own_is_kept(alice, fake_openai):
     fake_openai.script(_reply("Sure."), _reply("Model title"))
 
     conversation = await _attended_turn(alice, "plan my week", title="My week")
-    await asyncio.sleep(0.2)
+    await _asks_done()
 
     assert len(fake_openai.requests) == 1
     assert (await Conversation.objects.aget(pk=conversation.pk)).title == "My week"
@@ -144,7 +144,7 @@ async def test_the_offline_model_is_not_asked(alice, fake_openai):
         user=alice, conversation_id=made.pk, text="/list_dir", options=TurnOptions(), attended=True
     )
     await turn.task
-    await asyncio.sleep(0.2)
+    await _asks_done()
 
     assert fake_openai.requests == []
     assert (await Conversation.objects.aget(pk=made.pk)).title == "list_dir"
