@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -215,6 +218,57 @@ def _keep(built: Path, target: Path) -> None:
     finally:
         connection.close()
     built.rename(target)
+
+
+class ServeProcess:
+    """``serve`` (``manage.py serve`` or a wheel's ``openprogram serve``) with its output
+    drained: once its one-time login link is read, a thread keeps reading what it prints
+    (daphne logs every request to stdout; a full pipe would block those writes, and so
+    the server and its exit) and keeps the text for a failure's message. Run with
+    ``PYTHONFAULTHANDLER=1`` in its environment, so that a stop that hangs shows where."""
+
+    LINK = re.compile(r"http://127\.0\.0\.1:\d+/login/token/[\w-]+/")
+
+    def __init__(self, command: list, *, cwd: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**env, "PYTHONFAULTHANDLER": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.output: list[str] = []
+        self.link = ""
+        for line in self.proc.stdout:
+            self.output.append(line)
+            match = self.LINK.search(line)
+            if match:
+                self.link = match.group(0)
+                break
+        self._drain = threading.Thread(target=self._read_the_rest, daemon=True)
+        self._drain.start()
+
+    def _read_the_rest(self) -> None:
+        for line in self.proc.stdout:
+            self.output.append(line)
+
+    def stop_with_ctrl_c(self, timeout: float = 60) -> int:
+        """SIGINT, as Ctrl-C; its exit code. Still running ``timeout`` s later: SIGABRT
+        (Python prints every thread's stack first), and the test fails with the output."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self._drain.join(timeout=10)
+            tail = "".join(self.output)[-20_000:]
+            raise AssertionError(f"serve did not stop {timeout} s after Ctrl-C:\n{tail}") from None
 
 
 @contextlib.contextmanager

@@ -3,9 +3,7 @@
 import asyncio
 import contextlib
 import http.cookiejar
-import re
 import signal
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -14,44 +12,25 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from openprogram_site.origins import CLOSE_FOREIGN_ORIGIN
-from tests.servers import ROOT, free_port, wait_for_http
-
-
-def _read_link(proc: subprocess.Popen) -> str:
-    for line in proc.stdout:
-        match = re.search(r"http://127\.0\.0\.1:\d+/login/token/[\w-]+/", line)
-        if match:
-            return match.group(0)
-    raise AssertionError("serve printed no login link")
+from tests.servers import ROOT, ServeProcess, free_port, wait_for_http
 
 
 @contextlib.contextmanager
 def _serving(tmp_path, *, port: int, port_in_environment: bool):
     """`manage.py serve --port PORT` as `make run` starts it; yields it and its login link.
-    Ctrl-C ends it (killed if it has not stopped a minute later, so none outlives a test)."""
+    Ctrl-C ends it (a failure if it has not stopped a minute later, so none outlives a test)."""
     env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path)}
     if port_in_environment:
         env["PORT"] = str(port)
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    serve = ServeProcess(
+        [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env
     )
     try:
-        link = _read_link(proc)
-        wait_for_http(f"http://127.0.0.1:{port}/healthz", proc=proc)
-        yield proc, link
+        assert serve.link, "serve printed no login link:\n" + "".join(serve.output)
+        wait_for_http(f"http://127.0.0.1:{port}/healthz", proc=serve.proc)
+        yield serve.proc, serve.link
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
+        serve.stop_with_ctrl_c()
 
 
 def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):

@@ -9,15 +9,13 @@ The server runs from a directory outside the checkout, so nothing is imported fr
 from __future__ import annotations
 
 import http.cookiejar
-import re
-import signal
 import subprocess
 import sys
 import sysconfig
 import urllib.request
 from pathlib import Path
 
-from tests.servers import ROOT, free_port, wait_for_http
+from tests.servers import ROOT, ServeProcess, free_port, wait_for_http
 
 UV = ROOT / ".tools" / "uv" / "bin" / "uv"
 
@@ -63,24 +61,14 @@ def test_the_built_wheel_migrates_serves_and_renders_from_its_own_files(tmp_path
     assert Path(where.strip()).is_relative_to(venv), where
 
     port = free_port()
-    proc = subprocess.Popen(
-        [venv / "bin" / "openprogram", "serve", "--port", str(port)],
-        cwd=away,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    serve = ServeProcess(
+        [venv / "bin" / "openprogram", "serve", "--port", str(port)], cwd=away, env=env
     )
     try:
-        link = None
-        for line in proc.stdout:
-            match = re.search(r"http://127\.0\.0\.1:\d+/login/token/[\w-]+/", line)
-            if match:
-                link = match.group(0)
-                break
-        assert link, "serve printed no login link"
+        link = serve.link
+        assert link, "serve printed no login link:\n" + "".join(serve.output)
         base = f"http://127.0.0.1:{port}"
-        wait_for_http(base + "/healthz", proc=proc)
+        wait_for_http(base + "/healthz", proc=serve.proc)
         with urllib.request.urlopen(base + "/login/") as resp:
             page = resp.read().decode()
         assert resp.status == 200 and 'name="password"' in page
@@ -98,10 +86,4 @@ def test_the_built_wheel_migrates_serves_and_renders_from_its_own_files(tmp_path
         assert (data / "db.sqlite3").is_file() and (data / "secret_key").is_file()
         assert not list(venv.rglob("db.sqlite3"))
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:  # never left running past the test
-            proc.kill()
-            proc.wait()
-            raise
+        serve.stop_with_ctrl_c()  # never left running past the test
