@@ -260,6 +260,7 @@ class ServeProcess:
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            masks = self._signal_masks()
             self.proc.send_signal(signal.SIGABRT)
             try:
                 self.proc.wait(timeout=10)
@@ -268,7 +269,22 @@ class ServeProcess:
                 self.proc.wait()
             self._drain.join(timeout=10)
             tail = "".join(self.output)[-20_000:]
-            raise AssertionError(f"serve did not stop {timeout} s after Ctrl-C:\n{tail}") from None
+            raise AssertionError(
+                f"serve did not stop {timeout} s after Ctrl-C ({masks}):\n{tail}"
+            ) from None
+
+    def _signal_masks(self) -> str:
+        """Whether SIGINT (bit 2, mask 0x2) was blocked, ignored or caught, as the kernel
+        says: a server that inherited it ignored or blocked never sees Ctrl-C."""
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError as exc:
+            return f"no /proc status: {exc}"
+        return ", ".join(
+            line.replace("\t", " ")
+            for line in status.splitlines()
+            if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))
+        )
 
 
 @contextlib.contextmanager
