@@ -220,6 +220,10 @@ def _keep(built: Path, target: Path) -> None:
     built.rename(target)
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class ServeProcess:
     """``serve`` (``manage.py serve`` or a wheel's ``openprogram serve``) with its output
     drained: once its one-time login link is read, a thread keeps reading what it prints
@@ -229,7 +233,11 @@ class ServeProcess:
 
     LINK = re.compile(r"http://127\.0\.0\.1:\d+/login/token/[\w-]+/")
 
-    def __init__(self, command: list, *, cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, command: list, *, cwd: Path, env: dict[str, str], sigint_ignored: bool = False
+    ) -> None:
+        """``sigint_ignored``: started as by a parent that ignores Ctrl-C (a shell's
+        background job): the ignore is inherited across exec."""
         self.proc = subprocess.Popen(
             command,
             cwd=cwd,
@@ -237,6 +245,7 @@ class ServeProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=_ignore_sigint if sigint_ignored else None,
         )
         self.output: list[str] = []
         self.link = ""

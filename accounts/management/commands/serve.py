@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 
 from django.conf import settings
@@ -27,6 +28,11 @@ class Command(BaseCommand):
         os.environ["PORT"] = str(port)
         # X-Forwarded-For is believed only when a proxy is known to set it.
         proxy = ["--proxy-headers"] if settings.TRUST_PROXY_HEADERS else []
+        # Ctrl-C stops the server, whatever this process inherited: an ignored SIGINT (a
+        # shell's background job, a test runner's worker) stays ignored across exec, and
+        # daphne's reactor then never sees it; a blocked one stays blocked.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         # `python -m daphne`: the interpreter's own daphne, wherever its scripts were installed.
         os.execv(
             sys.executable,

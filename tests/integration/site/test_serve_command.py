@@ -16,14 +16,17 @@ from tests.servers import ROOT, ServeProcess, free_port, wait_for_http
 
 
 @contextlib.contextmanager
-def _serving(tmp_path, *, port: int, port_in_environment: bool):
+def _serving(tmp_path, *, port: int, port_in_environment: bool, sigint_ignored: bool = False):
     """`manage.py serve --port PORT` as `make run` starts it; yields it and its login link.
     Ctrl-C ends it (a failure if it has not stopped a minute later, so none outlives a test)."""
     env = {"PATH": "/usr/bin:/bin", "OPENPROGRAM_HOME": str(tmp_path)}
     if port_in_environment:
         env["PORT"] = str(port)
     serve = ServeProcess(
-        [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env
+        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        sigint_ignored=sigint_ignored,
     )
     try:
         assert serve.link, "serve printed no login link:\n" + "".join(serve.output)
@@ -48,6 +51,18 @@ def test_serve_prints_a_one_time_link_and_stops_cleanly_on_ctrl_c(tmp_path):
         except urllib.error.HTTPError as exc:
             assert exc.code == 403
         assert (tmp_path / "db.sqlite3").exists()
+    assert proc.returncode in (0, -signal.SIGINT)
+
+
+def test_ctrl_c_stops_serve_even_when_its_parent_ignored_ctrl_c(tmp_path):
+    """An ignored SIGINT survives exec: daphne's reactor would never see Ctrl-C (a serve
+    started by a shell's background job, or a test worker that ignores it)."""
+    port = free_port()
+    with _serving(tmp_path, port=port, port_in_environment=True, sigint_ignored=True) as (
+        proc,
+        _,
+    ):
+        assert proc.poll() is None
     assert proc.returncode in (0, -signal.SIGINT)
 
 
