@@ -66,6 +66,8 @@ def page_weight(page, url: str) -> PageWeight:
             )
         )
 
+    # Nothing of the page before (its favicon, say, still loading on a busy machine) counts.
+    page.goto("about:blank")
     page.on("requestfinished", measure)
     # A first visit: nothing from the browser's cache (Chromium only, through DevTools).
     devtools = page.context.new_cdp_session(page)
