@@ -10,7 +10,16 @@ BEFORE = [("tools_app", "0006_mcp_oauth_flows_revocation")]
 AFTER = [("tools_app", "0008_policy_from_disables_and_always_ask")]
 
 
+@pytest.fixture
+def _migrated_back_to_latest():
+    """The tests after this one need every migration: from 0008 back to the newest."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("_migrated_back_to_latest")
 def test_disables_become_deny_rules_with_their_reasons_and_marks_are_seeded(settings):
     settings.CHAT_ALWAYS_ASK_TOOLS = frozenset({"bash"})
     executor = MigrationExecutor(connection)
