@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.conf import settings
 
 from tests.servers import PASSWORD, make_server
 
@@ -59,13 +60,59 @@ def page(browser):
     context.close()
 
 
-def login(page, server, username: str = "alice") -> None:
+# The session and CSRF cookies of a form login, per (server address, server home, username),
+# in this worker process: a later login() of the same user on the same server reuses them
+# instead of posting the form again (the servers hash as production does, ~0.7 s of server
+# CPU a login, and the form page costs the browser as much again). Nothing else the app
+# sets is kept; the session itself holds only the login (no view writes to it but single
+# sign-on's, whose tests sign in through their provider).
+_SESSIONS: dict[tuple[str, str, str], list[dict]] = {}
+
+
+def login(page, server, username: str = "alice", *, fresh: bool = False) -> None:
+    """Sign ``page``'s context in as ``username``; it ends on the chat landing page ``/``.
+
+    The session of this worker's earlier login of the same user on the same server is
+    reused when the server still accepts it; a session that is gone (logged out, a changed
+    password, another server on a reused port) lands on /login/, and the form signs in
+    again. ``fresh``: a form login whose session is the test's own, neither reused nor
+    kept, for a test that ends or changes its session (logout, revocation).
+    """
+    key = (server.url, str(server.home), username)
+    kept = None if fresh else _SESSIONS.get(key)
+    if kept:
+        page.context.add_cookies(kept)
+        page.goto(server.url + "/")
+        # A session the server no longer knows is sent to /login/?next=/.
+        if page.url == server.url + "/" and _signed_in_as(page) == username:
+            return
+        del _SESSIONS[key]
+    _form_login(page, server, username)
+    assert _signed_in_as(page) == username, f"the login form did not sign {username} in"
+    if not fresh:
+        kept_names = (settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME)
+        cookies = page.context.cookies(server.url)
+        _SESSIONS[key] = [c for c in cookies if c["name"] in kept_names]
+
+
+def _form_login(page, server, username: str) -> None:
+    # A login on top of a kept session would end it (Django flushes or re-keys the session
+    # a login starts from): the form starts without a session cookie of the cache.
+    name = settings.SESSION_COOKIE_NAME
+    kept = {c["value"] for cookies in _SESSIONS.values() for c in cookies if c["name"] == name}
+    for cookie in page.context.cookies(server.url):
+        if cookie["name"] == name and cookie["value"] in kept:
+            page.context.clear_cookies(name=name, domain=cookie["domain"])
     page.goto(server.url + "/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
+
+
+def _signed_in_as(page) -> str | None:
+    """The username the page's top bar shows."""
     # Attached, not visible: on a phone the chat page's top bar gives way to its drawer.
-    page.wait_for_selector("[data-testid=username]", state="attached")
+    return page.wait_for_selector("[data-testid=username]", state="attached").text_content()
 
 
 def open_new_conversation(page, server=None) -> str:

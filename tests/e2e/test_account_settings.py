@@ -139,7 +139,7 @@ def test_a_new_chat_starts_with_the_profile_chosen_in_settings(server, spage, si
 @SIZES
 def test_staff_see_the_models_and_key_state_and_others_do_not(server, spage, size):
     page = spage
-    login(page, server, "root")
+    login(page, server, "root", fresh=True)  # its own session: the test logs it out
     page.goto(server.url + "/account/")
     row = page.locator("[data-testid=model-status] tr[data-model=offline]")
     expect(row.locator("[data-testid=key-status]")).to_have_text("not needed")

@@ -21,7 +21,7 @@ def test_printed_login_link_logs_the_admin_in_once(server, page):
 
 
 def test_navigation_between_chat_programs_and_logout(server, page):
-    login(page, server, "alice")
+    login(page, server, "alice", fresh=True)  # its own session: the test logs it out
     page.click("nav >> text=Programs")
     page.wait_for_url(re.compile(r".*/programs/$"))
     page.click("nav >> text=Chat")
