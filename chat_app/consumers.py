@@ -44,6 +44,7 @@ from chat_app.turns import (
     turns_started,
 )
 from core.api_errors import DomainError
+from core.consumer_loop import InboxDispatch
 from core.socket_frames import CLOSE_TOO_LARGE, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
@@ -66,7 +67,8 @@ def _error_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-class ChatConsumer(AsyncJsonWebsocketConsumer):
+class ChatConsumer(InboxDispatch, AsyncJsonWebsocketConsumer):
+    # InboxDispatch: Channels' delivery with one hand-over per message (core/consumer_loop.py).
     conversation_id: int
     group: str
     user_group: str = ""
