@@ -25,7 +25,9 @@ may close up to a millisecond early; a piece arriving in that last millisecond g
 at once instead of waiting alone for a timer (a model streaming at the window's own pace
 would otherwise have nearly every piece wait, and each window reopen a little later
 than the last, so that the waits grew by the timer's lateness piece after piece). The
-timer's callback starts a task that sends the window's pieces.
+timer's callback sends the window's pieces itself through the single-process layer, which
+never waits (``LocalChannelLayer.group_send_nowait``); with Redis it starts a task that
+sends them.
 
 A saturated event loop fires these timers late. How late, smoothed per loop, widens the
 windows (20 ms plus twice the lateness, at most 100 ms): fewer, larger frames, each a
@@ -45,6 +47,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from chat_app.shared_timers import SharedTimers
+from core.channel_layer import LocalChannelLayer
 
 __all__ = [
     "RELAY_WINDOW_SECONDS",
@@ -198,6 +201,11 @@ class GroupRelay:
         """The shared timer that closes the open window (its list of windows), if any."""
         self._flushing: asyncio.Task[None] | None = None
         """The last window's send, held so the loop's weak reference is not the only one."""
+        self._send_nowait = (
+            self._layer.group_send_nowait if isinstance(self._layer, LocalChannelLayer) else None
+        )
+        """A layer that never waits sends a closing window's pieces from the timer's
+        callback; any other (Redis) sends them in a task the callback starts."""
 
     async def send(self, *events: dict[str, Any]) -> None:
         """Send ``events`` (in order) after whatever is waiting; see the module docstring."""
@@ -239,21 +247,35 @@ class GroupRelay:
         self._window_until = 0.0
         if not self._waiting:
             return
+        if self._send_nowait is not None and not self._lock.locked():
+            # The single-process layer sends at once, here in the timer's callback.
+            events = self._take_waiting()
+            try:
+                self._send_nowait(self.group, relay_message(events))
+            except Exception:
+                _log.exception("could not relay to %r", self.group)
+            self._reopen_window()
+            return
         self._flushing = asyncio.ensure_future(self._send_waiting())
 
     async def _send_waiting(self) -> None:
         async with self._lock:
-            waiting, self._waiting = self._waiting, []
-            if not waiting:
+            if not self._waiting:
                 return
-            self._window_until, self._timer = 0.0, None
-            # A lone piece has nothing to merge (most windows, at a model's pace).
-            await self._send_all(
-                waiting if len(waiting) == 1 else coalesce_streamed(waiting, parts=True)
-            )
-            # More may come: they wait for the next window.
-            loop = asyncio.get_running_loop()
-            self._window_until = loop.time() + _window_seconds(loop)
+            events = self._take_waiting()
+            await self._send_all(events)
+            self._reopen_window()  # more may come: they wait for the next window
+
+    def _take_waiting(self) -> list[dict[str, Any]]:
+        """The waiting pieces, merged (a lone one, most windows at a model's pace, as it
+        is); the window is closed."""
+        waiting, self._waiting = self._waiting, []
+        self._window_until, self._timer = 0.0, None
+        return waiting if len(waiting) == 1 else coalesce_streamed(waiting, parts=True)
+
+    def _reopen_window(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._window_until = loop.time() + _window_seconds(loop)
 
     async def _send_all(self, events: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> None:
         await group_send_safely(self.group, relay_message(list(events)), layer=self._layer)

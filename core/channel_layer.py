@@ -23,7 +23,7 @@ layer's behaviour, which the tests check side by side:
 What it does differently, and why that is safe: the expiry scan of every channel runs at
 most once a second (:data:`CLEAN_EVERY_SECONDS`; an expired message is never delivered,
 each receive checks its head), a receiver waiting on an empty channel is handed the
-message directly, and a JSON-shaped message (dicts, lists, strings, numbers) is copied
+message directly, a group send can be made from a plain callback (``group_send_nowait``), and a JSON-shaped message (dicts, lists, strings, numbers) is copied
 by walking it rather than by ``copy.deepcopy``'s general machinery (anything else still
 goes through ``deepcopy``). Decision record: ``docs/decisions/local-channel-layer.md``.
 """
@@ -158,6 +158,11 @@ class LocalChannelLayer(BaseChannelLayer):
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         """A copy of ``message`` to each member in turn; a full member loses it."""
+        self.group_send_nowait(group, message)
+
+    def group_send_nowait(self, group: str, message: dict[str, Any]) -> None:
+        """:meth:`group_send` without the ``await``: this layer never waits, so a plain
+        callback (a timer's, ``chat_app.relay``) can send without starting a task."""
         assert isinstance(message, dict), "Message is not a dict"
         members = self._groups.get(group)
         if members is None:

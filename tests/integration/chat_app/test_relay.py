@@ -361,12 +361,43 @@ async def test_a_window_closed_early_by_another_event_is_not_closed_again_by_its
     ]
 
 
+class _LayerThatWaits:
+    """The single-process layer behind sends that wait, as Redis's do."""
+
+    def __init__(self, layer) -> None:
+        self.layer = layer
+
+    async def group_send(self, group: str, message: dict) -> None:
+        await asyncio.sleep(0)
+        await self.layer.group_send(group, message)
+
+
+async def test_with_the_single_process_layer_a_window_closes_in_its_timers_callback(wide_window):
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("relay.now", channel)
+    relay = GroupRelay("relay.now")
+    await relay.send({"type": "text_delta", "text": "a", "seq": 1})  # out at once
+    await relay.send({"type": "text_delta", "text": "b", "seq": 2})  # waits for the timer
+    assert layer.pending(channel) == 1
+
+    relay.close_window(relay._timer)  # what the shared timer calls when the window ends
+
+    assert layer.pending(channel) == 2  # sent in the callback: no task, no turn of the loop
+    assert relay._flushing is None
+    assert relay._window_until > 0  # the next piece waits for the next window
+    await layer.receive(channel)
+    assert _events(await layer.receive(channel)) == [{"type": "text_delta", "text": "b", "seq": 2}]
+
+
 async def test_an_event_sent_while_a_windows_send_task_is_pending_goes_out_after_its_pieces(
-    wide_window, tabs
+    wide_window, tabs, monkeypatch
 ):
-    """A window closes in a task its timer starts; an event that arrives before that task
-    ran sends the window's pieces first, and the task then finds nothing left."""
+    """With a layer whose sends wait (Redis), a window closes in a task its timer starts;
+    an event that arrives before that task ran sends the window's pieces first, and the
+    task then finds nothing left."""
     [tab] = await tabs.open("relay.pending")
+    monkeypatch.setattr(relay_module, "get_channel_layer", lambda: _LayerThatWaits(tabs.layer))
     relay = GroupRelay("relay.pending")
     await relay.send({"type": "text_delta", "text": "a", "seq": 1})
     await relay.send({"type": "text_delta", "text": "b", "seq": 2})  # waits in the window
