@@ -44,7 +44,7 @@ from chat_app.turns import (
     turns_started,
 )
 from core.api_errors import DomainError
-from core.consumer_loop import InboxDispatch
+from core.consumer_loop import ConsumerLoop
 from core.socket_frames import CLOSE_TOO_LARGE, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
@@ -67,8 +67,8 @@ def _error_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-class ChatConsumer(InboxDispatch, AsyncJsonWebsocketConsumer):
-    # InboxDispatch: Channels' delivery with one hand-over per message (core/consumer_loop.py).
+class ChatConsumer(ConsumerLoop, AsyncJsonWebsocketConsumer):
+    # ConsumerLoop: Channels' delivery, each message handled in the turn it arrives (core/consumer_loop.py).
     conversation_id: int
     group: str
     user_group: str = ""

@@ -1,4 +1,4 @@
-"""A consumer's receive loop with one hand-over per message: Channels' delivery, fewer turns.
+"""A consumer's receive loop with no hand-over between tasks: Channels' delivery, one turn.
 
 Channels' ``AsyncConsumer.__call__`` gives a consumer's two sources (the ASGI ``receive``
 and ``channel_layer.receive``) to ``channels.utils.await_many_dispatch``, which for every
@@ -6,18 +6,19 @@ message starts a new task for that source's next receive and runs ``asyncio.wait
 both. A group message therefore waits three turns of the event loop before its handler
 runs (the receive task resumes; ``asyncio.wait``'s completion callback; the consumer's
 task), and costs a task, a waiter and four done-callbacks. A streaming chat sends a group
-message to each tab every window (~20 ms), so on a busy process those turns are most of a
-piece's latency (docs/decisions/consumer-loop.md).
+message to each tab every window (~20 ms), so on a busy process those turns were most of
+a piece's latency (docs/decisions/consumer-loop.md).
 
-:class:`InboxDispatch` keeps Channels' delivery and its guarantees: messages still come
-from the channel layer's ``receive`` and the server's ``receive``, and the consumer's own
-task handles them one at a time, in the order they arrive, through ``dispatch``. Only the
-loop differs: one long-lived task per source moves each message into a one-slot inbox,
-and the consumer's task takes it from there, two turns after a send and about half the
-CPU. The slot bounds what waits outside the layer to three messages (the inbox and one in
-each source task), so the layer's capacity still applies to a consumer that falls behind.
-A source that raises ends the consumer with that error, as with Channels; a handler's
-``StopConsumer`` (a socket's disconnect) ends it cleanly; the source tasks never outlive it.
+:func:`dispatch_from` keeps Channels' delivery and its guarantees: messages still come
+from the channel layer's ``receive`` and the server's ``receive``, and the consumer
+handles them one at a time, each source's in the order they come, through ``dispatch``.
+Only the loop differs: each source has one long-lived task that receives a message and
+handles it under a lock the sources share, then receives the next. A group message's
+handler runs in the turn its receive resumes, one turn after the send; the next message
+stays in the layer until the handler is done, so the layer's capacity applies as before.
+A source that raises, or a handler that does (``StopConsumer`` on a socket's disconnect),
+ends the loop with that error once a handler running in the other task has finished,
+and no handler starts after it; no task outlives the loop.
 """
 
 from __future__ import annotations
@@ -31,57 +32,59 @@ from typing import Any
 from channels.exceptions import StopConsumer
 from channels.layers import get_channel_layer
 
-__all__ = ["InboxDispatch", "dispatch_from"]
+__all__ = ["ConsumerLoop", "dispatch_from"]
 
 Message = dict[str, Any]
 
 
-class _SourceFailed:
-    """What a source task hands over instead of a message when its receive raised."""
+async def _serve(
+    source: Callable[[], Awaitable[Message]],
+    dispatch: Callable[[Message], Awaitable[None]],
+    one_at_a_time: asyncio.Lock,
+) -> None:
+    """Receive from ``source`` and handle each message under the shared lock, for ever.
 
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-async def _pump(source: Callable[[], Awaitable[Message]], inbox: asyncio.Queue) -> None:
+    When the source or a handler raises, the lock stays held: a handler running in the
+    other task finishes first, and none starts after, as when Channels' one task handles
+    everything in turn."""
     while True:
         try:
             message = await source()
-        except Exception as exc:  # the consumer re-raises it in its own task
-            await inbox.put(_SourceFailed(exc))
-            return
-        await inbox.put(message)
+        except Exception:
+            await one_at_a_time.acquire()
+            raise
+        await one_at_a_time.acquire()
+        await dispatch(message)  # raising here keeps the lock too
+        one_at_a_time.release()
 
 
 async def dispatch_from(
     sources: list[Callable[[], Awaitable[Message]]],
     dispatch: Callable[[Message], Awaitable[None]],
 ) -> None:
-    """Hand every message of ``sources`` to ``dispatch``, one at a time, until it raises.
+    """Hand every message of ``sources`` to ``dispatch``, one at a time, until one raises.
 
     The drop-in for ``channels.utils.await_many_dispatch``: same arguments, same ending
     (an exception of ``dispatch`` or of a source propagates), same clean-up (the source
     tasks are cancelled and awaited before it returns).
     """
-    inbox: asyncio.Queue[Message | _SourceFailed] = asyncio.Queue(maxsize=1)
-    pumps = [asyncio.ensure_future(_pump(source, inbox)) for source in sources]
+    one_at_a_time = asyncio.Lock()
+    tasks = [asyncio.ensure_future(_serve(s, dispatch, one_at_a_time)) for s in sources]
     try:
-        while True:
-            message = await inbox.get()
-            if type(message) is _SourceFailed:
-                raise message.error
-            await dispatch(message)
+        # Each task loops until its source or a handler raises: the first to end says why.
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                task.result()
     finally:
-        for task in pumps:
+        for task in tasks:
             task.cancel()
-        for task in pumps:
-            with contextlib.suppress(asyncio.CancelledError):
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
 
-class InboxDispatch:
+class ConsumerLoop:
     """Put first in an async consumer's bases: its ``__call__`` runs :func:`dispatch_from`.
 
     The set-up is Channels' own, through public names only (``channel_layer_alias``,

@@ -15,7 +15,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.utils import await_many_dispatch
 
 from core.channel_layer import LocalChannelLayer
-from core.consumer_loop import InboxDispatch, dispatch_from
+from core.consumer_loop import ConsumerLoop, dispatch_from
 
 BOTH = pytest.mark.parametrize("loop", [dispatch_from, await_many_dispatch])
 
@@ -100,10 +100,10 @@ async def test_a_group_message_reaches_its_handler_in_two_turns_not_three():
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
-    # Counted until this test's own task wakes, one turn after the handler: the source
-    # task takes the message, then the consumer's task handles it; Channels' loop has
-    # asyncio.wait's completion callback between the two.
-    assert turns_taken == {"dispatch_from": 3, "await_many_dispatch": 4}
+    # Counted until this test's own task wakes, one turn after the handler: ours handles
+    # the message in the turn its receive resumes; Channels' loop has asyncio.wait's
+    # completion callback and the consumer's task after that.
+    assert turns_taken == {"dispatch_from": 2, "await_many_dispatch": 4}
 
 
 async def _set(event: asyncio.Event) -> None:
@@ -125,21 +125,49 @@ async def test_a_consumer_that_falls_behind_leaves_its_messages_in_the_layer():
         handled.append(message["n"])
 
     task = asyncio.ensure_future(
-        dispatch_from([server.receive, lambda: layer.receive(channel)], slow)
+        dispatch_from([server.receive, functools.partial(layer.receive, channel)], slow)
     )
-    for n in range(13):
+    for n in range(11):
         await layer.send(channel, {"type": "chat.events", "n": n})
         await asyncio.sleep(0)
-    # One in the handler, one in the inbox, one held by the source task: the rest wait in
-    # the layer, whose capacity still refuses more.
+    # One in the handler: the rest wait in the layer, whose capacity still refuses more.
     await _until(lambda: layer.pending(channel) == 10)
     with pytest.raises(ChannelFull):
         await layer.send(channel, {"type": "chat.events", "n": 99})
     release.set()
-    await _until(lambda: len(handled) == 13)
-    assert handled == list(range(13))
+    await _until(lambda: len(handled) == 11)
+    assert handled == list(range(11))
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_source_that_fails_lets_the_running_handler_finish_and_starts_no_other():
+    """As with Channels' one task, the handler running when the layer fails completes;
+    then the loop ends (Channels' may first handle a frame that was ready before it looked)."""
+    server = _Server()
+    started, finish, done = asyncio.Event(), asyncio.Event(), []
+    failure = asyncio.get_running_loop().create_future()
+
+    async def failing_layer() -> dict:
+        await failure
+        raise ConnectionResetError("the layer's server went away")
+
+    async def dispatch(message):
+        started.set()
+        await finish.wait()
+        done.append(message["n"])
+
+    task = asyncio.ensure_future(dispatch_from([server.receive, failing_layer], dispatch))
+    server.incoming.put_nowait({"type": "websocket.receive", "n": 1})
+    await started.wait()
+    failure.set_result(None)  # the layer fails while the client's frame is being handled
+    server.incoming.put_nowait({"type": "websocket.receive", "n": 2})
+    for _ in range(5):
+        await asyncio.sleep(0)
+    finish.set()
+    with pytest.raises(ConnectionResetError):
+        await task
+    assert done == [1]  # finished, not cut off; the frame after the failure is not handled
 
 
 @BOTH
@@ -170,7 +198,7 @@ async def test_cancelling_the_loop_leaves_no_source_task_behind(loop):
     assert asyncio.all_tasks() == before
 
 
-class _Consumer(InboxDispatch, AsyncJsonWebsocketConsumer):
+class _Consumer(ConsumerLoop, AsyncJsonWebsocketConsumer):
     groups = ["room"]
 
     async def connect(self):
@@ -180,6 +208,7 @@ class _Consumer(InboxDispatch, AsyncJsonWebsocketConsumer):
         await self.send_json({"n": message["n"], "channel": self.channel_name})
 
 
+@pytest.mark.django_db  # Channels' disconnect closes stale database connections
 async def test_a_consumer_with_it_accepts_relays_and_stops_cleanly_on_disconnect(settings):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "core.channel_layer.LocalChannelLayer"}}
     from channels.layers import channel_layers
