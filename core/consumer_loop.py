@@ -18,7 +18,9 @@ handler runs in the turn its receive resumes, one turn after the send; the next 
 stays in the layer until the handler is done, so the layer's capacity applies as before.
 A source that raises, or a handler that does (``StopConsumer`` on a socket's disconnect),
 ends the loop with that error once a handler running in the other task has finished,
-and no handler starts after it; no task outlives the loop.
+and no handler starts after it; no task outlives the loop. Handlers run in the sources'
+tasks, so a ``contextvars`` value one handler sets is not seen by the other source's
+(the chat consumer keeps its state on the instance).
 """
 
 from __future__ import annotations
