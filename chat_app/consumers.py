@@ -68,7 +68,8 @@ def _error_text(exc: ValidationError) -> str:
 
 
 class ChatConsumer(ConsumerLoop, AsyncJsonWebsocketConsumer):
-    # ConsumerLoop: Channels' delivery, each message handled in the turn it arrives (core/consumer_loop.py).
+    # ConsumerLoop (core/consumer_loop.py): Channels' delivery, a message handled in the
+    # turn it arrives.
     conversation_id: int
     group: str
     user_group: str = ""

@@ -23,9 +23,10 @@ layer's behaviour, which the tests check side by side:
 What it does differently, and why that is safe: the expiry scan of every channel runs at
 most once a second (:data:`CLEAN_EVERY_SECONDS`; an expired message is never delivered,
 each receive checks its head), a receiver waiting on an empty channel is handed the
-message directly, a group send can be made from a plain callback (``group_send_nowait``), and a JSON-shaped message (dicts, lists, strings, numbers) is copied
-by walking it rather than by ``copy.deepcopy``'s general machinery (anything else still
-goes through ``deepcopy``). Decision record: ``docs/decisions/local-channel-layer.md``.
+message directly, a group send can be made from a plain callback (``group_send_nowait``),
+and a JSON-shaped message (dicts, lists, strings, numbers) is copied by walking it rather
+than by ``copy.deepcopy``'s general machinery (anything else still goes through
+``deepcopy``). Decision record: ``docs/decisions/local-channel-layer.md``.
 """
 
 from __future__ import annotations
