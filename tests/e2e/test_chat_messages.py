@@ -160,20 +160,20 @@ def test_messages_typed_during_a_turn_are_queued_editable_cancellable(
     _send(page, "queued one")
     _send(page, "queued two")
     queued = page.locator("[data-testid=queued]")
-    assert queued.count() == 2 and page.input_value("#composer-text") == ""
-    assert queued.nth(0).locator(".badge").inner_text() == "queued"
-    assert page.locator("#send").inner_text() == "Queue"
+    # Waited for, not read at once: a loaded machine may run the Enter handler late.
+    expect(queued).to_have_count(2)
+    expect(page.locator("#composer-text")).to_have_value("")
+    expect(queued.nth(0).locator(".badge")).to_have_text("queued")
+    expect(page.locator("#send")).to_have_text("Queue")
     # A reload loses nothing.
     page.reload()
     page.wait_for_selector("#connection[data-state=open]")
-    assert queued.count() == 2
+    expect(queued).to_have_count(2)
     queued.nth(0).get_by_role("button", name="Edit queued message 1").click()
     page.fill(".queued-edit", "queued one, edited")
     page.keyboard.press("Enter")
     queued.nth(1).get_by_role("button", name="Cancel queued message 2").click()
-    assert [t.strip() for t in page.locator(".queued-text").all_inner_texts()] == [
-        "queued one, edited"
-    ]
+    expect(page.locator(".queued-text")).to_have_text(["queued one, edited"])
     gate.open()
     _wait_completed_runs(page, 2)
     assert page.locator(".run .msg.user .bubble").all_inner_texts() == [
