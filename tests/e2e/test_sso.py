@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import sqlite3
 import time
 from pathlib import Path
 from urllib.parse import urljoin
@@ -47,17 +46,15 @@ def sso(tmp_path_factory):
     # and hana, a plain user with bob's password hash (PASSWORD) and a mixed-case address,
     # written into its SQLite file (a manage.py shell costs seconds of start-up).
     server.create_users()
-    _sql(
-        server,
+    server.sql(
         "UPDATE auth_user SET email = username || '@example.com'"
-        " WHERE username IN ('alice', 'root')",
+        " WHERE username IN ('alice', 'root')"
     )
-    _sql(
-        server,
+    server.sql(
         "INSERT INTO auth_user (password, last_login, is_superuser, username, first_name,"
         " last_name, email, is_staff, is_active, date_joined)"
         " SELECT password, NULL, 0, 'hana', '', '', 'Hana@Example.com', 0, 1, date_joined"
-        " FROM auth_user WHERE username = 'bob'",
+        " FROM auth_user WHERE username = 'bob'"
     )
     try:
         provider.start(
@@ -84,33 +81,25 @@ def _account(login: str, *, groups=(), email=None, verified=True, **extra):
     }
 
 
-def _sql(server, query: str, *params) -> list[tuple]:
-    """Read or change the site's SQLite database directly (a shell per look is seconds)."""
-    with sqlite3.connect(server.home / "db.sqlite3", timeout=20) as db:
-        return db.execute(query, params).fetchall()
-
-
 def _groups(server, username: str) -> list[str]:
-    rows = _sql(
-        server,
+    rows = server.sql(
         "SELECT g.name FROM auth_group g JOIN auth_user_groups ug ON ug.group_id = g.id"
         " JOIN auth_user u ON u.id = ug.user_id WHERE u.username = ? ORDER BY g.name",
-        username,
+        (username,),
     )
     return [name for (name,) in rows]
 
 
 def _identities(server, username: str) -> list[tuple]:
-    return _sql(
-        server,
+    return server.sql(
         "SELECT i.issuer, i.subject FROM accounts_ssoidentity i"
         " JOIN auth_user u ON u.id = i.user_id WHERE u.username = ?",
-        username,
+        (username,),
     )
 
 
 def _user_count(server, username: str) -> int:
-    return _sql(server, "SELECT count(*) FROM auth_user WHERE username = ?", username)[0][0]
+    return server.sql("SELECT count(*) FROM auth_user WHERE username = ?", (username,))[0][0]
 
 
 def _start(page: Page, server) -> None:
@@ -166,7 +155,7 @@ def test_first_sign_on_makes_the_account_in_its_mapped_groups(sso, page):
     assert _groups(server, "carol") == ["Engineers"]
     assert _identities(server, "carol") == [(provider.issuer, "sub-carol")]
     # No password: the account signs in through the provider only.
-    assert _sql(server, "SELECT password FROM auth_user WHERE username = 'carol'")[0][0][0] == "!"
+    assert server.sql("SELECT password FROM auth_user WHERE username = 'carol'")[0][0][0] == "!"
 
 
 def test_a_changed_group_claim_changes_the_groups_at_the_next_sign_on(sso, browser):
@@ -183,11 +172,10 @@ def test_a_changed_group_claim_changes_the_groups_at_the_next_sign_on(sso, brows
     sign_on_afresh()
     assert _groups(server, "dora") == ["Engineers"]
     # A group given here by hand is not the provider's to take away.
-    _sql(server, "INSERT INTO auth_group (name) VALUES ('Reviewers')")
-    _sql(
-        server,
+    server.sql("INSERT INTO auth_group (name) VALUES ('Reviewers')")
+    server.sql(
         "INSERT INTO auth_user_groups (user_id, group_id) SELECT u.id, g.id FROM auth_user u,"
-        " auth_group g WHERE u.username = 'dora' AND g.name = 'Reviewers'",
+        " auth_group g WHERE u.username = 'dora' AND g.name = 'Reviewers'"
     )
 
     provider.account_set("sub-dora", **_account("dora", groups=["ops"]))
@@ -225,7 +213,7 @@ def test_a_user_deactivated_here_is_logged_out_and_refused_though_the_provider_a
     _sign_on(page, server, "fay")
     _expect_signed_in_as(page, "fay")
 
-    _sql(server, "UPDATE auth_user SET is_active = 0 WHERE username = 'fay'")
+    server.sql("UPDATE auth_user SET is_active = 0 WHERE username = 'fay'")
     page.goto(server.url + "/")
     assert page.url.startswith(server.url + "/login/")
     # The provider still knows the browser: it answers at once, and the site refuses.
