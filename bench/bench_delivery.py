@@ -13,6 +13,7 @@ that matters when each turn of a busy loop takes milliseconds.
 from __future__ import annotations
 
 import asyncio
+import functools
 import statistics
 import time
 
@@ -52,7 +53,7 @@ async def _run(layer_class, loop_function) -> tuple[float, int]:
     for index in range(_SOCKETS):
         channel = await layer.new_channel()
         await layer.group_add(f"chat.{index}", channel)
-        receive = _bound(layer.receive, channel)
+        receive = functools.partial(layer.receive, channel)
         sockets.append(asyncio.ensure_future(loop_function([asgi_receive, receive], dispatch)))
     await asyncio.sleep(0.01)
     ticker = [asyncio.get_running_loop().call_soon(tick)]
@@ -73,13 +74,6 @@ async def _run(layer_class, loop_function) -> tuple[float, int]:
         socket.cancel()
     await asyncio.gather(*sockets, return_exceptions=True)
     return cpu / (_SOCKETS * _MESSAGES) * 1e6, int(statistics.median(turns_taken))
-
-
-def _bound(receive, channel):
-    async def call() -> dict:
-        return await receive(channel)
-
-    return call
 
 
 def main() -> None:

@@ -64,7 +64,9 @@ async def test_messages_of_both_sources_are_handled_one_at_a_time_each_in_order(
         handled.append((message["type"], message["n"]))
         busy.pop()
 
-    task = asyncio.ensure_future(loop([server.receive, lambda: layer.receive(channel)], dispatch))
+    task = asyncio.ensure_future(
+        loop([server.receive, functools.partial(layer.receive, channel)], dispatch)
+    )
     for n in range(20):
         await layer.send(channel, {"type": "chat.events", "n": n})
         if n % 4 == 0:
@@ -106,8 +108,8 @@ async def test_a_group_message_reaches_its_handler_in_two_turns_not_three():
     assert turns_taken == {"dispatch_from": 2, "await_many_dispatch": 4}
 
 
-async def _set(event: asyncio.Event) -> None:
-    event.set()
+async def _ignore(message: dict) -> None:
+    """A handler with nothing to do."""
 
 
 async def _handled(event: asyncio.Event, message: dict) -> None:
@@ -178,7 +180,7 @@ async def test_a_source_that_fails_ends_the_loop_with_its_error_and_no_task_is_l
     server = _Server()
     before = asyncio.all_tasks()
     with pytest.raises(ConnectionResetError, match="went away"):
-        await loop([server.receive, broken], lambda m: _set(asyncio.Event()))
+        await loop([server.receive, broken], _ignore)
     assert asyncio.all_tasks() == before
 
 
@@ -188,7 +190,7 @@ async def test_cancelling_the_loop_leaves_no_source_task_behind(loop):
     channel = await layer.new_channel()
     before = asyncio.all_tasks()
     task = asyncio.ensure_future(
-        loop([server.receive, lambda: layer.receive(channel)], lambda m: _set(asyncio.Event()))
+        loop([server.receive, functools.partial(layer.receive, channel)], _ignore)
     )
     await asyncio.sleep(0.01)
     await layer.send(channel, {"type": "chat.events", "n": 1})
