@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
 from websockets.asyncio.client import connect
 
 from openprogram.security.sandbox import sandbox_problem
-from tests.integration.sandbox.chat_socket import ChatSession, chat_sessions
+from tests.integration.sandbox.chat_socket import ChatSession, chat_session
 from tests.servers import DaphneServer, make_server
+from tests.signed_in import sign_in
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason="no sandbox here")
 
@@ -71,8 +73,19 @@ def _trail(server: DaphneServer) -> list[dict]:
     ]
 
 
+def _wait_for_the_run_to_end(server: DaphneServer) -> None:
+    """``turn_finished`` reaches the tabs before the run's row says it ended; a chat with a
+    running turn cannot be deleted."""
+    deadline = time.monotonic() + 30
+    while server.sql("SELECT id FROM chat_app_run WHERE status = 'running'"):
+        assert time.monotonic() < deadline, "the run did not end"
+        time.sleep(0.05)
+
+
 def test_an_approval_from_a_second_tab_names_the_approver_and_outlives_the_chat(server):
-    alice = chat_sessions(server, "alice")["alice"]
+    person = sign_in(server, "alice")
+    conversation = person.conversation()
+    alice = chat_session(person, conversation)
     frames = asyncio.run(_approve_from_a_second_tab(alice, json.dumps({"command": "echo hi"})))
     finished = next(f for f in frames if f["type"] == "tool_finished")
     assert not finished["is_error"], finished
@@ -87,9 +100,7 @@ def test_an_approval_from_a_second_tab_names_the_approver_and_outlives_the_chat(
         "channel": "chat",
         "arguments": {"command": "echo hi"},
     }
-    conversation = alice.url.rstrip("/").rsplit("/", 1)[1]
-    server.shell(
-        "from chat_app.models import Conversation as C;"
-        f"C.objects.get(public_id={conversation!r}).delete()"
-    )
+    _wait_for_the_run_to_end(server)
+    person.delete_conversation(conversation)
+    assert not server.sql("SELECT id FROM chat_app_conversation")
     assert _trail(server) == [row]

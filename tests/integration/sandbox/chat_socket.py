@@ -10,29 +10,9 @@ from typing import Any
 from websockets.asyncio.client import connect
 
 from tests.servers import DaphneServer
+from tests.signed_in import SignedIn, sign_in
 
-__all__ = ["ChatSession", "chat_sessions", "turn_frames"]
-
-_SETUP = """
-import json
-from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.test import Client
-from chat_app.selectors import workspace_for
-from chat_app.services import conversation_create
-sessions = {{}}
-for username in {usernames!r}:
-    user = get_user_model().objects.get(username=username)
-    client = Client()
-    client.force_login(user)
-    conversation = conversation_create(owner=user, model="offline")
-    sessions[username] = {{
-        "cookie": settings.SESSION_COOKIE_NAME + "=" + client.cookies[settings.SESSION_COOKIE_NAME].value,
-        "conversation": str(conversation.public_id),
-        "workspace": str(workspace_for(user=user)),
-    }}
-print("SETUP=" + json.dumps(sessions))
-"""
+__all__ = ["ChatSession", "chat_session", "chat_sessions", "turn_frames"]
 
 
 @dataclass(frozen=True)
@@ -44,18 +24,23 @@ class ChatSession:
 
 
 def chat_sessions(server: DaphneServer, *usernames: str) -> dict[str, ChatSession]:
-    """Signed-in sessions, each with a new offline-model conversation (one manage.py run)."""
-    output = server.shell(_SETUP.format(usernames=list(usernames)))
-    line = next(row for row in output.splitlines() if row.startswith("SETUP="))
-    return {
-        username: ChatSession(
-            url=f"ws://127.0.0.1:{server.port}/ws/chat/{setup['conversation']}/",
-            origin=server.url,
-            cookie=setup["cookie"],
-            workspace=setup["workspace"],
-        )
-        for username, setup in json.loads(line.removeprefix("SETUP=")).items()
-    }
+    """A new signed-in session for each user (the login form), each with a new
+    offline-model conversation (the API)."""
+    sessions = {}
+    for username in usernames:
+        person = sign_in(server, username)
+        sessions[username] = chat_session(person, person.conversation())
+    return sessions
+
+
+def chat_session(person: SignedIn, conversation: str) -> ChatSession:
+    """``person``'s session on the socket of their ``conversation`` (a public id)."""
+    return ChatSession(
+        url=f"ws://127.0.0.1:{person.server.port}/ws/chat/{conversation}/",
+        origin=person.server.url,
+        cookie=person.cookie,
+        workspace=str(person.workspace),
+    )
 
 
 async def turn_frames(

@@ -25,8 +25,9 @@ import pytest
 from websockets.asyncio.client import connect
 
 from openprogram.security.sandbox import sandbox_problem
-from tests.integration.sandbox.chat_socket import ChatSession, turn_frames
+from tests.integration.sandbox.chat_socket import ChatSession, chat_session, turn_frames
 from tests.servers import DaphneServer, make_server
+from tests.signed_in import sign_in
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason="no sandbox here")
 
@@ -122,37 +123,10 @@ async def _race(swapper: ChatSession, caller: ChatSession, stop: Path) -> tuple[
     return "".join(output), finished
 
 
-_TWO_CONVERSATIONS = """
-import json
-from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.test import Client
-from chat_app.selectors import workspace_for
-from chat_app.services import conversation_create
-user = get_user_model().objects.get(username={username!r})
-client = Client()
-client.force_login(user)
-print("SETUP=" + json.dumps({{
-    "cookie": settings.SESSION_COOKIE_NAME + "=" + client.cookies[settings.SESSION_COOKIE_NAME].value,
-    "conversations": [str(conversation_create(owner=user, model="offline").public_id) for _ in "12"],
-    "workspace": str(workspace_for(user=user)),
-}}))
-"""
-
-
 def _two_conversations(server: DaphneServer, username: str) -> list[ChatSession]:
-    """Two sessions of one user, each on a conversation of its own (one manage.py run)."""
-    output = server.shell(_TWO_CONVERSATIONS.format(username=username))
-    setup = json.loads(next(r for r in output.splitlines() if r.startswith("SETUP="))[6:])
-    return [
-        ChatSession(
-            url=f"ws://127.0.0.1:{server.port}/ws/chat/{conversation}/",
-            origin=server.url,
-            cookie=setup["cookie"],
-            workspace=setup["workspace"],
-        )
-        for conversation in setup["conversations"]
-    ]
+    """One session of one user on two conversations of their own."""
+    person = sign_in(server, username)
+    return [chat_session(person, person.conversation()) for _ in range(2)]
 
 
 def test_hundreds_of_file_tool_calls_during_a_swap_loop_never_escape(server):

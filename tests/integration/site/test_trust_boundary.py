@@ -19,6 +19,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.servers import PASSWORD, ROOT, DaphneServer, make_server
+from tests.signed_in import sign_in
 
 LOCK_SECONDS = 600
 """Wide enough that any machine hashes 7 guesses inside it; the window's end is reached by
@@ -42,38 +43,21 @@ def server(tmp_path_factory) -> Iterator[DaphneServer]:
     srv.stop()
 
 
-_SETUP = """
-import json
-from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.test import Client
-from accounts.services import api_token_create
-from chat_app.services import conversation_create
-out = {}
-for name in ("alice", "bob", "root"):
-    user = get_user_model().objects.get(username=name)
-    client = Client()
-    client.force_login(user)
-    out[name] = {
-        "cookie": settings.SESSION_COOKIE_NAME + "=" + client.cookies[settings.SESSION_COOKIE_NAME].value,
-        "token": api_token_create(user=user, name="test"),
-        "conversations": [],
-        "keys": [],
-    }
-    for _ in range(3):
-        conversation = conversation_create(owner=user, model="offline")
-        out[name]["conversations"].append(str(conversation.public_id))
-        out[name]["keys"].append(conversation.pk)
-print("SETUP=" + json.dumps(out))
-"""
-
-
 @pytest.fixture(scope="module")
 def people(server) -> dict[str, dict[str, Any]]:
     """alice, bob and root: a session cookie, an API token and three conversations each
     (their public ids, and their database keys, which must open nothing)."""
-    line = next(r for r in server.shell(_SETUP).splitlines() if r.startswith("SETUP="))
-    return json.loads(line.removeprefix("SETUP="))
+    out = {}
+    for name in ("alice", "bob", "root"):
+        person = sign_in(server, name)
+        conversations = [person.conversation() for _ in range(3)]
+        out[name] = {
+            "cookie": person.cookie,
+            "token": person.api_token("test"),
+            "conversations": conversations,
+            "keys": [person.conversation_key(c) for c in conversations],
+        }
+    return out
 
 
 def _count_runs(server: DaphneServer, public_id: str) -> int:
