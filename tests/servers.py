@@ -19,6 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.db.models import NOT_PROVIDED, Model
+from django.db.utils import ConnectionHandler
+
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct-horse-battery-staple"
 # A directory for this test session's template databases (tests/conftest.py makes it and
@@ -30,6 +35,8 @@ _CREATE_USERS = (
     f"U.objects.create_user('bob', password={PASSWORD!r});"
     f"U.objects.create_superuser('root', password={PASSWORD!r})"
 )
+# What turns a model field's value into what Django writes in a SQLite column (never opened).
+_SQLITE = ConnectionHandler({"default": {"ENGINE": "django.db.backends.sqlite3"}})["default"]
 
 
 def free_port() -> int:
@@ -99,6 +106,36 @@ class DaphneServer:
         finally:
             connection.close()
 
+    def insert(self, model: type[Model], /, **values: object) -> Model:
+        """One ``model`` row written to the server's SQLite file as the ORM's ``create``
+        writes it, without a Django start-up; the instance, with its key.
+
+        Columns and conversions come from the model (``_meta``, each field's own
+        ``pre_save`` and ``get_db_prep_save`` for SQLite), so a misspelt field fails here;
+        defaults are the fields' own (callables called, ``db_default`` left to the
+        database). Unlike ``create``, a value given for an ``auto_now`` field is kept, and
+        no signal is sent (the server's code does not see the row being written).
+        """
+        instance = model(**values)
+        columns: list[str] = []
+        parameters: list[object] = []
+        for column in model._meta.concrete_fields:
+            given = column.name in values or column.attname in values
+            if column.primary_key and getattr(instance, column.attname) is None:
+                continue
+            if not given and column.db_default is not NOT_PROVIDED:
+                continue
+            value = getattr(instance, column.attname) if given else column.pre_save(instance, True)
+            columns.append(f'"{column.column}"')
+            parameters.append(column.get_db_prep_save(value, connection=_SQLITE))
+        statement = (
+            f'INSERT INTO "{model._meta.db_table}" ({", ".join(columns)})'
+            f' VALUES ({", ".join("?" * len(columns))}) RETURNING "{model._meta.pk.column}"'
+        )
+        ((key,),) = self.sql(statement, tuple(parameters))
+        instance.pk = key
+        return instance
+
     def create_users(self) -> None:
         """alice, bob and the superuser root, all with PASSWORD."""
         if self.from_template:
@@ -144,7 +181,8 @@ def make_server(home: Path, **extra_env: str) -> DaphneServer:
 
     A new home's SQLite database is a copy of the session's migrated template (what
     migrate gives, without a Django start-up per server); a home that has one already
-    (a second process on the same data) and PostgreSQL (``DATABASE_URL``) run migrate.
+    and PostgreSQL (``DATABASE_URL``) run migrate. A second process on the data of a
+    running test server: ``another_process``.
     """
     server = _server(home, extra_env)
     database = home / "db.sqlite3"
@@ -154,6 +192,13 @@ def make_server(home: Path, **extra_env: str) -> DaphneServer:
         _copy_database(_template_database(users=False), home)
         server.from_template = True
     return server
+
+
+def another_process(first: DaphneServer) -> DaphneServer:
+    """A second server on ``first``'s home, database and settings, as a second process
+    behind one address; start() starts it. The database is ``first``'s, migrated already:
+    no migrate of its own (a Django start-up of seconds that would change nothing)."""
+    return _server(first.home, dict(first.extra_env))
 
 
 def _server(home: Path, extra_env: dict[str, str]) -> DaphneServer:
@@ -188,8 +233,9 @@ def _template_database(*, users: bool) -> Path:
     """The session's migrated SQLite database, with alice, bob and root when ``users``.
 
     Built once per test session by the first server that needs it (the xdist workers
-    share it, under a lock): migrate, then create_users' own code, run in a private home
-    exactly as for any server; the file is kept once its write-ahead log is folded in.
+    share it, under a lock): migrate, run in a private home exactly as for any server, then
+    the users written by SQL (``_insert_users``, no second Django start-up); the file is
+    kept once its write-ahead log is folded in.
     The directory is new each session, so the template always has the current migrations.
     """
     directory = Path(os.environ[TEMPLATES_ENV])
@@ -206,9 +252,23 @@ def _template_database(*, users: bool) -> Path:
             shutil.rmtree(directory / "build-users", ignore_errors=True)
             builder = _server(directory / "build-users", {})
             _copy_database(migrated, builder.home)
-            builder.shell(_CREATE_USERS)
+            _insert_users(builder)
             _keep(builder.home / "db.sqlite3", with_users)
     return with_users if users else migrated
+
+
+def _insert_users(server: DaphneServer) -> None:
+    """alice, bob and root as ``_CREATE_USERS`` makes them, written by ``insert``: the same
+    fields (tests/integration/site/test_server_templates.py compares them), and each
+    password hashed here as the servers hash it (PBKDF2, which the tests' settings keep)."""
+    for username, admin in (("alice", False), ("bob", False), ("root", True)):
+        server.insert(
+            get_user_model(),
+            username=username,
+            password=make_password(PASSWORD, hasher="pbkdf2_sha256"),
+            is_staff=admin,
+            is_superuser=admin,
+        )
 
 
 def _keep(built: Path, target: Path) -> None:

@@ -8,12 +8,19 @@ global switch beside the name.
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import re
+import secrets
 import uuid
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from accounts.models import LoginToken
 from tests.e2e.conftest import login
 from tests.e2e.sizes import SIZES, sized_page
 
@@ -30,15 +37,19 @@ def spage(browser, size):
 def _one_time_link(server) -> tuple[str, str]:
     """A fresh administrator with no usable password, as `make run` creates, and its link."""
     username = f"runadmin-{uuid.uuid4().hex[:6]}"
-    token = (
-        server.shell(
-            "from django.contrib.auth import get_user_model as g;"
-            "from accounts.services import login_token_create;"
-            f"u=g().objects.create_superuser({username!r}, password=None);"
-            "print(login_token_create(user=u))"
-        )
-        .strip()
-        .splitlines()[-1]
+    admin = server.insert(
+        get_user_model(),
+        username=username,
+        password=make_password(None),  # what create_superuser(password=None) stores
+        is_staff=True,
+        is_superuser=True,
+    )
+    token = secrets.token_urlsafe(32)
+    server.insert(
+        LoginToken,
+        user_id=admin.pk,
+        token_hash=hashlib.sha256(token.encode()).hexdigest(),  # only its hash is stored
+        expires_at=timezone.now() + datetime.timedelta(hours=12),
     )
     return username, f"{server.url}/login/token/{token}/"
 

@@ -12,6 +12,7 @@ from tests.e2e.conftest import login, open_new_conversation
 from tests.integration.mcp.conftest import PROTOCOL_SERVER, WAIT
 from tests.integration.mcp.test_web_process import _admin_client
 from tests.servers import make_server
+from tools_app.mcp.models import MCPServer
 
 pytestmark = pytest.mark.e2e
 
@@ -28,10 +29,7 @@ def mcp_web(tmp_path_factory):
         "always_load": True,
         "destructive_without_approval": True,
     }
-    server.shell(
-        "from tools_app.mcp.models import MCPServer;"
-        f"MCPServer.objects.create(name='proto', **{config!r})"
-    )
+    server.insert(MCPServer, name="proto", **config)
     server.start()
     admin = _admin_client(server.url)
     deadline = time.monotonic() + WAIT

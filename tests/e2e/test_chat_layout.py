@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from chat_app.models import Conversation, Message, Run
 from tests.e2e.conftest import login, open_new_conversation
 
 pytestmark = pytest.mark.e2e
@@ -14,19 +15,14 @@ pytestmark = pytest.mark.e2e
 
 def _long_conversation(server, turns: int = 12) -> str:
     """A conversation of ``turns`` finished runs with long replies, made in the database."""
-    out = server.shell(
-        "from django.contrib.auth import get_user_model as g\n"
-        "from chat_app.models import Conversation, Message, Run\n"
-        "alice = g().objects.get(username='alice')\n"
-        "c = Conversation.objects.create(owner=alice, title='Long chat')\n"
-        f"for i in range({turns}):\n"
-        "    r = Run.objects.create(conversation=c, model='offline', status='completed')\n"
-        "    Message.objects.create(conversation=c, role='user', text=f'question {i}', run=r)\n"
-        "    Message.objects.create(conversation=c, role='assistant', run=r,\n"
-        "        text=f'answer {i}\\n\\n' + 'A line of the reply.\\n\\n' * 6)\n"
-        "print(c.public_id)\n"
-    )
-    return out.strip().splitlines()[-1]
+    ((alice,),) = server.sql("SELECT id FROM auth_user WHERE username = 'alice'")
+    c = server.insert(Conversation, owner_id=alice, title="Long chat")
+    for i in range(turns):
+        r = server.insert(Run, conversation_id=c.pk, model="offline", status="completed")
+        server.insert(Message, conversation_id=c.pk, role="user", text=f"question {i}", run_id=r.pk)
+        reply = f"answer {i}\n\n" + "A line of the reply.\n\n" * 6
+        server.insert(Message, conversation_id=c.pk, role="assistant", text=reply, run_id=r.pk)
+    return str(c.public_id)
 
 
 def _box(page, selector: str) -> dict:

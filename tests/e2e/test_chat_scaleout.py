@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.e2e.conftest import login, open_new_conversation
-from tests.servers import make_server, redis_server
+from tests.servers import another_process, make_server, redis_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -28,7 +28,7 @@ def two_servers(tmp_path_factory, redis_url):
     home = tmp_path_factory.mktemp("scaleout-home")
     first = make_server(home, REDIS_URL=redis_url)
     first.create_users()
-    second = make_server(home, REDIS_URL=redis_url)
+    second = another_process(first)
     first.start()
     second.start()
     yield first, second
@@ -81,7 +81,7 @@ def crashable_servers(tmp_path_factory, redis_url):
     home = tmp_path_factory.mktemp("crash-home")
     first = make_server(home, REDIS_URL=redis_url, OPENPROGRAM_RUN_LEASE_SECONDS="2")
     first.create_users()
-    second = make_server(home, REDIS_URL=redis_url, OPENPROGRAM_RUN_LEASE_SECONDS="2")
+    second = another_process(first)
     first.start()
     second.start()
     yield first, second

@@ -5,13 +5,16 @@ can read (and another user cannot), in Chromium at 1280x800 and 390x844.
 
 from __future__ import annotations
 
+import datetime
 import json
 import uuid
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
+from chat_app.models import Conversation, Message
 from tests.e2e.conftest import login, open_new_conversation
 
 pytestmark = pytest.mark.e2e
@@ -30,17 +33,10 @@ def _open_drawer(page) -> None:
 def test_search_finds_a_conversation_by_what_was_said_and_groups_by_date(server, sized_page):
     page = sized_page
     word = f"zebra{uuid.uuid4().hex[:6]}"
-    server.shell(
-        "import datetime\n"
-        "from django.utils import timezone\n"
-        "from django.contrib.auth import get_user_model as g\n"
-        "from chat_app.models import Conversation, Message\n"
-        "alice = g().objects.get(username='alice')\n"
-        "c = Conversation.objects.create(owner=alice, title='Old trip')\n"
-        f"Message.objects.create(conversation=c, role='user', text='the {word} crossing')\n"
-        "Conversation.objects.filter(pk=c.pk).update("
-        "updated=timezone.now() - datetime.timedelta(days=10))\n"
-    )
+    ((alice,),) = server.sql("SELECT id FROM auth_user WHERE username = 'alice'")
+    ten_days_ago = timezone.now() - datetime.timedelta(days=10)
+    c = server.insert(Conversation, owner_id=alice, title="Old trip", updated=ten_days_ago)
+    server.insert(Message, conversation_id=c.pk, role="user", text=f"the {word} crossing")
     login(page, server, "alice")
     open_new_conversation(page, server)
     _open_drawer(page)

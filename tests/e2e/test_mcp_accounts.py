@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.conftest import login, open_new_conversation
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
 from tests.servers import DaphneServer, make_server
+from tools_app.mcp.models import MCPServer
 
 pytestmark = pytest.mark.e2e
 
@@ -31,10 +32,13 @@ def demo(tmp_path_factory) -> Iterator[OAuthDemo]:
 def site(tmp_path_factory, demo: OAuthDemo) -> Iterator[DaphneServer]:
     srv = make_server(tmp_path_factory.mktemp("accounts-home"))
     srv.create_users()
-    srv.shell(
-        "from tools_app.mcp.models import MCPServer;"
-        f"MCPServer.objects.create(name='notes', transport='http', url={demo.url!r},"
-        " per_user_auth=True, timeout_seconds=10)"
+    srv.insert(
+        MCPServer,
+        name="notes",
+        transport="http",
+        url=demo.url,
+        per_user_auth=True,
+        timeout_seconds=10,
     )
     srv.start()
     yield srv

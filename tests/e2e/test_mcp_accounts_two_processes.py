@@ -19,8 +19,9 @@ from playwright.sync_api import Page, Route, expect
 from tests.e2e.conftest import login
 from tests.e2e.test_mcp_accounts import TOOL, _account, _explain
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
-from tests.servers import DaphneServer, make_server
+from tests.servers import DaphneServer, another_process, make_server
 from tools_app.mcp.account_sync import SYNC_SECONDS
+from tools_app.mcp.models import MCPServer
 
 pytestmark = pytest.mark.e2e
 
@@ -36,12 +37,15 @@ def two_sites(tmp_path_factory, demo: OAuthDemo) -> Iterator[tuple[DaphneServer,
     home = tmp_path_factory.mktemp("two-process-home")  # one database, one secret key
     first = make_server(home)
     first.create_users()
-    first.shell(
-        "from tools_app.mcp.models import MCPServer;"
-        f"MCPServer.objects.create(name='notes', transport='http', url={demo.url!r},"
-        " per_user_auth=True, timeout_seconds=10)"
+    first.insert(
+        MCPServer,
+        name="notes",
+        transport="http",
+        url=demo.url,
+        per_user_auth=True,
+        timeout_seconds=10,
     )
-    second = make_server(home)
+    second = another_process(first)
     first.start()
     second.start()
     yield first, second

@@ -134,9 +134,8 @@ def test_staff_disables_a_tool_and_it_leaves_the_resolved_set(server, page):
         page.click("[data-testid=tool-enable]")
         expect(resolved).to_have_count(1)
     finally:
-        server.shell(
-            "from tools_app.models import Tool;"
-            "Tool.objects.filter(name='todo_read').update(disabled=False, disabled_reason='')"
+        server.sql(
+            "UPDATE tools_app_tool SET disabled = 0, disabled_reason = '' WHERE name = 'todo_read'"
         )
     assert "todo_read" in _resolve(page, "default")["tools"]
 

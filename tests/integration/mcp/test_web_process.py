@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -12,6 +11,7 @@ import httpx
 import pytest
 
 from tests.servers import PASSWORD, make_server
+from tools_app.mcp.models import MCPServer
 
 from .conftest import DEMO_SERVER, WAIT, descendant_pids
 
@@ -41,13 +41,8 @@ def _pid_alive(pid: int) -> bool:
 def web(tmp_path):
     server = make_server(tmp_path)
     config = {"command": sys.executable, "args": [str(DEMO_SERVER)]}
-    # One shell for both rows: each manage.py start costs seconds.
-    server.shell(
-        "from django.contrib.auth import get_user_model;"
-        f"get_user_model().objects.create_superuser('root', password={PASSWORD!r});"
-        "from tools_app.mcp.models import MCPServer;"
-        f"MCPServer.objects.create(name='demo', **{json.dumps(config)})"
-    )
+    server.create_users()  # root among them
+    server.insert(MCPServer, name="demo", **config)
     server.start()
     yield server
     server.stop()
