@@ -5,7 +5,8 @@ session cannot serve several people. :class:`MCPAccounts` keeps, for every
 server configured here, one :class:`ServerConnection` per connected user, each
 signed with that user's own OAuth signer (:func:`openprogram.mcp.oauth.oauth_auth`
 over the user's token store), on a background loop of its own like
-:class:`MCPManager`.
+:class:`MCPManager`. Like the manager, it needs nothing of the MCP SDK until a
+server is configured (:func:`_account_server`).
 
 The server's tools register once, from the latest listing any user's
 connection made. Who may use them is decided in one place, layer 4: every tool
@@ -25,43 +26,30 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
-
-import httpx2
-import mcp_types
+from typing import TYPE_CHECKING, Any
 
 from openprogram.agent.context import get_turn
 from openprogram.mcp.accounts_listings import AccountListings, FingerprintListener
-from openprogram.mcp.catalog import MCPPrompt, MCPResource
 from openprogram.mcp.config import MCPServerConfig
-from openprogram.mcp.connection import Backoff, ServerConnection
 from openprogram.mcp.errors import (
     MCPProtocolError,
     MCPServerUnavailableError,
     MCPUnknownServerError,
 )
 from openprogram.mcp.registration import registry_sync, registry_withdraw
-from openprogram.mcp.tool import MCPTool
+from openprogram.mcp.supervision import Backoff
 from openprogram.programs import ToolUnavailable
+
+if TYPE_CHECKING:
+    import httpx2
+    import mcp_types
+
+    from openprogram.mcp.account_server import AccountServer
+    from openprogram.mcp.connection import ServerConnection
 
 __all__ = ["MCPAccounts"]
 
 _STOP_SECONDS = 15.0
-
-
-@dataclass
-class _AccountServer:
-    config: MCPServerConfig
-    connections: dict[str, ServerConnection] = field(default_factory=dict)
-    registered: dict[str, MCPTool] = field(default_factory=dict)
-    listed: list[mcp_types.Tool] = field(default_factory=list)
-    catalogs: dict[str, tuple[list[MCPPrompt], list[MCPResource]]] = field(default_factory=dict)
-    """Each user's own prompts and resources."""
-    fingerprints: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Each user's latest listing's tool fingerprints."""
-    latest: dict[str, str] = field(default_factory=dict)
-    approved: dict[str, str] = field(default_factory=dict)
 
 
 class MCPAccounts(AccountListings):
@@ -77,7 +65,7 @@ class MCPAccounts(AccountListings):
         self._backoff = backoff or Backoff()
         self._health_interval = health_interval
         self._on_fingerprints_approved = on_fingerprints_approved
-        self._servers: dict[str, _AccountServer] = {}
+        self._servers: dict[str, AccountServer] = {}
         self._owners: dict[ServerConnection, str] = {}
         self._signers: dict[ServerConnection, httpx2.Auth] = {}
         self._lock = threading.RLock()
@@ -99,9 +87,7 @@ class MCPAccounts(AccountListings):
         with self._lock:
             server = self._servers.get(config.name)
             if server is None:
-                self._servers[config.name] = _AccountServer(
-                    config, approved=dict(config.approved_fingerprints)
-                )
+                self._servers[config.name] = _account_server(config)
             else:
                 if server.config.connection_key() != config.connection_key() or not config.enabled:
                     stale = list(server.connections.values())
@@ -141,8 +127,7 @@ class MCPAccounts(AccountListings):
             if not server.config.enabled:
                 raise MCPServerUnavailableError(f"MCP server {name!r} is disabled")
             old = server.connections.pop(key, None)
-            connection = ServerConnection(
-                server.config,
+            connection = server.new_connection(
                 backoff=self._backoff,
                 health_interval=self._health_interval,
                 on_state=self._state_changed,
@@ -293,7 +278,7 @@ class MCPAccounts(AccountListings):
 
     # --- on the loop ------------------------------------------------------------------------
 
-    def _server(self, name: str) -> _AccountServer:
+    def _server(self, name: str) -> AccountServer:
         server = self._servers.get(name)
         if server is None:
             raise MCPUnknownServerError(f"no per-user MCP server named {name!r}")
@@ -319,7 +304,7 @@ class MCPAccounts(AccountListings):
                 self._signers.pop(connection, None)
             self._changed.notify_all()
 
-    def _current(self, connection: ServerConnection) -> _AccountServer | None:
+    def _current(self, connection: ServerConnection) -> AccountServer | None:
         """The server whose live connection this is (None for a replaced one)."""
         server = self._servers.get(connection.name)
         key = self._owners.get(connection)
@@ -341,17 +326,8 @@ class MCPAccounts(AccountListings):
             self._register_listed(server)
             self._changed.notify_all()
 
-    def _register_listed(self, server: _AccountServer) -> None:
-        config = server.config
-        wanted: dict[str, MCPTool] = {}
-        if config.enabled:
-            for listed in server.listed:
-                if not config.allows(listed.name):
-                    continue
-                tool = MCPTool.from_listing(caller=self, config=config, listed=listed)
-                tool.can_use = self._gate(config.name)
-                wanted.setdefault(tool.name, tool)
-        registry_sync(server.registered, wanted)
+    def _register_listed(self, server: AccountServer) -> None:
+        registry_sync(server.registered, server.listed_tools(caller=self, gate=self._gate))
 
     def _gate(self, name: str) -> Callable[..., bool]:
         def can_use(user_id: str | int | None = None, **_: Any) -> bool:
@@ -361,3 +337,15 @@ class MCPAccounts(AccountListings):
             return True
 
         return can_use
+
+
+def _account_server(config: MCPServerConfig) -> AccountServer:
+    """The record of a per-user server just configured.
+
+    Imported here, not at the top, because it is where the MCP SDK loads (~1 s of CPU):
+    ``account_server`` imports the connection and the SDK with it. A process with no
+    per-user server never imports it (tests/integration/site/test_startup_imports.py).
+    """
+    from openprogram.mcp.account_server import AccountServer
+
+    return AccountServer(config, approved=dict(config.approved_fingerprints))

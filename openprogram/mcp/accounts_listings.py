@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import mcp_types
-
 from openprogram.mcp.catalog import MCPPrompt, MCPResource
 from openprogram.mcp.fingerprints import changed_tools, listing_fingerprints
 from openprogram.mcp.manager_catalog import CatalogView, ServerCatalogs, User
@@ -29,6 +27,8 @@ from openprogram.mcp.manager_catalog import CatalogView, ServerCatalogs, User
 if TYPE_CHECKING:
     import asyncio
     import threading
+
+    import mcp_types
 
     from openprogram.mcp.connection import ServerConnection
 

@@ -36,12 +36,12 @@ from openprogram.agent.elicitation import (
     elicitation_hook_for_turn,
 )
 from openprogram.mcp.config import MCPServerConfig
-from openprogram.mcp.connection import Backoff
 from openprogram.mcp.manager import MCPManager
 from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, oauth_auth
 from openprogram.mcp.oauth_enterprise import MCPEnterpriseClient, enterprise_auth
 from openprogram.mcp.oauth_machine import MCPMachineClient, machine_auth
 from openprogram.mcp.oauth_stores import MemoryOAuthStore
+from openprogram.mcp.supervision import Backoff
 from openprogram.mcp.tool import mcp_tool_name
 from openprogram.programs import registry
 

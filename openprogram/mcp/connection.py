@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx2
 import mcp_types
@@ -26,7 +26,13 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from openprogram.mcp.calls import CallsInFlight
-from openprogram.mcp.catalog import MCPPrompt, MCPResource, list_prompts, list_resources
+from openprogram.mcp.catalog import MCPPrompt, MCPResource
+from openprogram.mcp.catalog_listing import (
+    list_prompts,
+    list_resources,
+    prompt_text,
+    resource_text,
+)
 from openprogram.mcp.changes import follow_list_changes_for_session
 from openprogram.mcp.config import MCPServerConfig
 from openprogram.mcp.elicitation import CallElicitor
@@ -36,32 +42,19 @@ from openprogram.mcp.errors import (
     MCPServerUnavailableError,
 )
 from openprogram.mcp.oauth import connect_deadline
+from openprogram.mcp.supervision import Backoff, ServerState
 from openprogram.mcp.tool import ProgressFn
 from openprogram.mcp.transports import StderrTail, open_transport
 
-__all__ = ["Backoff", "ServerConnection", "ServerState"]
+__all__ = ["ServerConnection"]
 
 logger = logging.getLogger(__name__)
 
-ServerState = Literal["connecting", "ready", "failed", "stopped"]
 T = TypeVar("T")
 CatalogListener = Callable[["ServerConnection", list[MCPPrompt], list[MCPResource]], None]
 
 _CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK uses for a dead transport
 _MAX_TOOL_PAGES = 100  # a server whose cursor never ends must not hang the listing
-
-
-class Backoff:
-    """Exponential retry delays: ``initial``, doubled per consecutive failure, capped."""
-
-    def __init__(self, initial: float = 1.0, maximum: float = 60.0) -> None:
-        if initial <= 0 or maximum < initial:
-            raise ValueError(f"need 0 < initial <= maximum, got {initial!r}, {maximum!r}")
-        self.initial = initial
-        self.maximum = maximum
-
-    def delay(self, failures: int) -> float:
-        return min(self.maximum, self.initial * 2 ** max(0, failures - 1))
 
 
 class _ConnectionLost(Exception):
@@ -297,6 +290,16 @@ class ServerConnection:
         with self._mapped_errors(what, what, self.config.timeout):
             async with asyncio.timeout(self.config.timeout):
                 return await send(client)
+
+    async def get_prompt_text(self, name: str, arguments: dict[str, str]) -> str:
+        """The prompt ``name`` filled in with ``arguments``, as the text a person would send."""
+        result = await self.request(f"prompt {name!r}", lambda c: c.get_prompt(name, arguments))
+        return prompt_text(result)
+
+    async def read_resource_text(self, uri: str) -> str:
+        """The resource's text; raises MCPResourceError when it cannot be attached."""
+        result = await self.request(f"resource {uri!r}", lambda c: c.read_resource(uri))
+        return resource_text(result, uri)
 
     @contextlib.contextmanager
     def _mapped_errors(self, what: str, target: str, budget: float) -> Iterator[None]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types
+if TYPE_CHECKING:
+    import mcp_types
 
 __all__ = ["changed_tools", "listing_fingerprints", "tool_fingerprint"]
 

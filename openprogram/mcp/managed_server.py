@@ -15,9 +15,10 @@ import mcp_types
 
 from openprogram.mcp.catalog import MCPPrompt, MCPResource
 from openprogram.mcp.config import MCPServerConfig
-from openprogram.mcp.connection import ServerConnection, ServerState
+from openprogram.mcp.connection import ServerConnection
 from openprogram.mcp.fingerprints import changed_tools
 from openprogram.mcp.registration import registry_sync, registry_withdraw
+from openprogram.mcp.supervision import ServerState
 from openprogram.mcp.tool import MCPTool, ToolCaller
 
 __all__ = ["ManagedServer", "unavailable_reason"]
@@ -37,6 +38,10 @@ class ManagedServer:
         self.listed: list[mcp_types.Tool] = []
         self.prompts: list[MCPPrompt] = []
         self.resources: list[MCPResource] = []
+
+    def new_connection(self, **supervision: Any) -> ServerConnection:
+        """A connection to this server, not started (keywords: ServerConnection's)."""
+        return ServerConnection(self.config, **supervision)
 
     def status(self) -> dict[str, Any]:
         """``{state, error, tools, last_change, retries, protocol_version, ...}``."""

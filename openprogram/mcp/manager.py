@@ -11,6 +11,10 @@ server is down its tools stay registered with ``unavailable_reason`` set
 (layer 4 hides them with that reason) instead of vanishing; disabling or
 removing a server unregisters them. What the manager holds per server, and
 how its tools enter and leave the registry, is :mod:`.managed_server`'s.
+
+A manager with no server configured holds no connection and needs nothing of the
+MCP SDK: the SDK is imported with the first server added (:func:`_managed`), so a
+web process with no MCP server never pays for it.
 """
 
 from __future__ import annotations
@@ -23,22 +27,25 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
-
-import httpx2
-import mcp_types
+from typing import TYPE_CHECKING, Any
 
 from openprogram.mcp.config import MCPServerConfig
-from openprogram.mcp.connection import Backoff, ServerConnection
-from openprogram.mcp.elicitation import CallElicitor
 from openprogram.mcp.errors import (
     MCPServerUnavailableError,
     MCPUnknownServerError,
 )
 from openprogram.mcp.fingerprints import listing_fingerprints
-from openprogram.mcp.managed_server import ManagedServer
 from openprogram.mcp.manager_catalog import SharedCatalogs
-from openprogram.mcp.tool import ProgressFn
+from openprogram.mcp.supervision import Backoff
+
+if TYPE_CHECKING:
+    import httpx2
+    import mcp_types
+
+    from openprogram.mcp.connection import ServerConnection
+    from openprogram.mcp.elicitation import CallElicitor
+    from openprogram.mcp.managed_server import ManagedServer
+    from openprogram.mcp.tool import ProgressFn
 
 __all__ = ["AuthFactory", "FingerprintListener", "MCPManager"]
 
@@ -99,7 +106,7 @@ class MCPManager(SharedCatalogs):
         with self._lock:
             if config.name in self._servers:
                 raise ValueError(f"MCP server {config.name!r} is already managed; use update()")
-            self._servers[config.name] = ManagedServer(config)
+            self._servers[config.name] = _managed(config)
         return self._submit(self._apply_config(config.name))
 
     def update(self, config: MCPServerConfig) -> concurrent.futures.Future[None]:
@@ -107,7 +114,7 @@ class MCPManager(SharedCatalogs):
         with self._lock:
             entry = self._servers.get(config.name)
             if entry is None:
-                self._servers[config.name] = ManagedServer(config)
+                self._servers[config.name] = _managed(config)
                 return self._submit(self._apply_config(config.name))
             reconnect = entry.config.connection_key() != config.connection_key()
             entry.config = config
@@ -257,7 +264,7 @@ class MCPManager(SharedCatalogs):
             else:
                 connection = None
                 if entry.connection is None:
-                    entry.connection = self._new_connection(entry.config)
+                    entry.connection = self._new_connection(entry)
                     entry.connection.start()
                 else:
                     entry.connection.config = entry.config
@@ -294,9 +301,9 @@ class MCPManager(SharedCatalogs):
             async with asyncio.timeout(_STOP_SECONDS):
                 await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
 
-    def _new_connection(self, config: MCPServerConfig) -> ServerConnection:
-        return ServerConnection(
-            config,
+    def _new_connection(self, entry: ManagedServer) -> ServerConnection:
+        config = entry.config
+        return entry.new_connection(
             backoff=self._backoff,
             health_interval=self._health_interval,
             on_state=self._connection_state_changed,
@@ -332,3 +339,16 @@ class MCPManager(SharedCatalogs):
             self._loop.run_in_executor(
                 None, self._on_fingerprints_approved, connection.name, trusted
             )
+
+
+def _managed(config: MCPServerConfig) -> ManagedServer:
+    """The manager's record of a server it was just given.
+
+    Imported here, not at the top, because it is where the MCP SDK loads (~1 s of CPU):
+    ``managed_server`` imports the connection and the SDK with it. A process that never
+    configures a server (every management command; a web process with no MCP server)
+    never imports it, as tests/integration/site/test_startup_imports.py checks.
+    """
+    from openprogram.mcp.managed_server import ManagedServer
+
+    return ManagedServer(config)

@@ -16,7 +16,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openprogram.mcp.catalog import MCPPrompt, MCPResource, prompt_text, resource_text
+from openprogram.mcp.catalog import MCPPrompt, MCPResource
 from openprogram.mcp.errors import MCPProtocolError, MCPUnknownServerError
 
 if TYPE_CHECKING:
@@ -68,10 +68,7 @@ class ServerCatalogs:
         ]
         if missing:
             raise MCPProtocolError(f"prompt {name!r} needs the arguments {missing}")
-        result = await self._on_loop(
-            view.connection.request(f"prompt {name!r}", lambda c: c.get_prompt(name, arguments))
-        )
-        return prompt_text(result)
+        return await self._on_loop(view.connection.get_prompt_text(name, arguments))
 
     async def read_resource(self, server: str, uri: str, *, user: User = None) -> str:
         """A listed resource's text; raises MCPCallError, or MCPResourceError (not text, too big).
@@ -81,10 +78,7 @@ class ServerCatalogs:
         view = self._view(server, user)
         if view is None or not any(r.uri == uri for r in view.resources):
             raise MCPUnknownServerError(f"no resource {uri!r} on a connected server {server!r}")
-        result = await self._on_loop(
-            view.connection.request(f"resource {uri!r}", lambda c: c.read_resource(uri))
-        )
-        return resource_text(result, uri)
+        return await self._on_loop(view.connection.read_resource_text(uri))
 
     def _view(self, server: str, user: User) -> CatalogView | None:
         return next((v for v in self._catalogs(user) if v.connection.name == server), None)

@@ -10,9 +10,12 @@ over or delete a name another tool holds.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from openprogram.mcp.tool import MCPTool
 from openprogram.programs import registry
+
+if TYPE_CHECKING:
+    from openprogram.mcp.tool import MCPTool
 
 __all__ = ["registry_sync", "registry_withdraw"]
 

@@ -14,26 +14,36 @@ sessions and
   including one this process connected itself moments before.
 
 Only a session that this process's own Connect is still opening (no account
-is stored before the callback) is left alone.
+is stored before the callback) is left alone (:func:`mcp_account_connecting`).
+
+This module is imported at every start-up, so it imports none of the OAuth flow
+(``oauth_services``, and with it the MCP SDK): it is needed, and imported, only
+to resume a stored account (:func:`_resume`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from django.db import DatabaseError, close_old_connections
 
-from openprogram.mcp import get_mcp_accounts
+from openprogram.mcp import MCPServerConfig, get_mcp_accounts
 from tools_app.mcp.account_models import MCPAccount
-from tools_app.mcp.oauth_services import mcp_account_connect_in_progress, mcp_account_resume
+from tools_app.mcp.models import MCPServer
 
 __all__ = [
     "SYNC_SECONDS",
+    "mcp_account_connect_in_progress",
+    "mcp_account_connecting",
     "mcp_accounts_follow_start",
     "mcp_accounts_follow_stop",
+    "mcp_accounts_forget_server",
     "mcp_accounts_reconcile",
+    "mcp_accounts_sync_server",
 ]
 
 logger = logging.getLogger(__name__)
@@ -46,6 +56,70 @@ _seen: dict[tuple[str, str], datetime | None] = {}
 """(server, user) → the stored account's ``connected`` when this process last looked."""
 _stop = threading.Event()
 _thread: threading.Thread | None = None
+_starting: set[tuple[str, str]] = set()
+"""(server, user as str) whose Connect is opening a session in this process, before any account exists."""
+_starting_lock = threading.Lock()
+
+
+@contextmanager
+def mcp_account_connecting(*, name: str, user: str) -> Iterator[None]:
+    """While this process's Connect opens ``user``'s session to ``name``: the sync leaves it."""
+    key = (name, user)
+    with _starting_lock:
+        _starting.add(key)
+    try:
+        yield
+    finally:
+        with _starting_lock:
+            _starting.discard(key)
+
+
+def mcp_account_connect_in_progress(*, name: str, user: str) -> bool:
+    """Whether this process's Connect for ``(name, user)`` is still opening its session.
+
+    Such a session has no stored account yet; the accounts sync must leave it alone.
+    """
+    with _starting_lock:
+        return (name, user) in _starting
+
+
+def mcp_accounts_sync_server(*, server: MCPServer, config: MCPServerConfig) -> None:
+    """Run ``server`` as a per-user server: configure it and resume stored accounts."""
+    accounts = get_mcp_accounts()
+    accounts.configure(config)
+    if not server.enabled:
+        return
+    try:
+        rows = list(
+            MCPAccount.objects.filter(server=server)
+            .exclude(sealed_tokens="")
+            .values_list("user_id", flat=True)
+        )
+    except DatabaseError as exc:
+        logger.warning("MCP server %r: accounts not resumed (%s)", server.name, exc)
+        return
+    for user_id in rows:
+        if accounts.status(server.name, user_id)["state"] == "stopped":
+            _resume(server=server, user_id=user_id)
+
+
+def mcp_accounts_forget_server(*, name: str) -> None:
+    """Close every user's session to ``name`` and withdraw its tools (tokens stay stored)."""
+    accounts = get_mcp_accounts()
+    if name in accounts.names():
+        accounts.remove(name)
+
+
+def _resume(*, server: MCPServer, user_id: int) -> None:
+    """(Re)connect ``user_id``'s session to ``server`` with the stored tokens.
+
+    Imported here, not at the top: ``oauth_services`` imports the OAuth client and
+    with it the MCP SDK (~1 s of CPU), which a process with no stored account of a
+    per-user server never needs (tests/integration/site/test_startup_imports.py).
+    """
+    from tools_app.mcp.oauth_services import mcp_account_resume
+
+    mcp_account_resume(server=server, user_id=user_id)
 
 
 def mcp_accounts_reconcile() -> None:
@@ -68,7 +142,7 @@ def mcp_accounts_reconcile() -> None:
             state = accounts.status(*key)["state"]
             replaced = key in _seen and _seen[key] != row.connected
             if state == "stopped" or (state == "failed" and replaced):
-                mcp_account_resume(server=row.server, user_id=row.user_id)
+                _resume(server=row.server, user_id=row.user_id)
             _seen[key] = row.connected
         for key in [key for key in _seen if key not in stored]:
             del _seen[key]

@@ -4,6 +4,11 @@ Plain form posts (no htmx): Connect answers with a page linking to the provider'
 consent page, and the provider sends the browser back to :func:`mcp_oauth_callback`
 (in any web process: the flow is stored). The callback only finishes a flow the
 same user started (``state``), once, before it expires.
+
+Each view imports the OAuth flow (``oauth_services``, ``oauth_flows``) when it runs,
+not at the top: the flow loads the MCP SDK (~1 s of CPU), and this module is imported
+with the URLconf by every process that serves a page, nearly none of which ever sees
+a Connect (tests/integration/site/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -18,12 +23,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.api_errors import UnprocessableError
 from tools_app.mcp.models import MCPServer
-from tools_app.mcp.oauth_flows import FlowNotFound, FlowOfAnotherUser
-from tools_app.mcp.oauth_services import (
-    mcp_account_callback,
-    mcp_account_connect_start,
-    mcp_account_disconnect,
-)
 
 __all__ = ["mcp_account_connect", "mcp_account_disconnect_view", "mcp_oauth_callback"]
 
@@ -34,6 +33,8 @@ def _per_user_server(name: str) -> MCPServer:
 
 @require_POST
 def mcp_account_connect(request: HttpRequest, name: str) -> HttpResponse:
+    from tools_app.mcp.oauth_services import mcp_account_connect_start  # the SDK: module doc
+
     server = _per_user_server(name)
     redirect_uri = request.build_absolute_uri(reverse("tools:mcp-oauth-callback"))
     try:
@@ -52,6 +53,9 @@ def mcp_account_connect(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 def mcp_oauth_callback(request: HttpRequest) -> HttpResponse:
+    from tools_app.mcp.oauth_flows import FlowNotFound, FlowOfAnotherUser  # the SDK: module doc
+    from tools_app.mcp.oauth_services import mcp_account_callback
+
     params = request.GET
     try:
         name, status = mcp_account_callback(
@@ -74,6 +78,8 @@ def mcp_oauth_callback(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def mcp_account_disconnect_view(request: HttpRequest, name: str) -> HttpResponse:
+    from tools_app.mcp.oauth_services import mcp_account_disconnect  # the SDK: module doc
+
     server = _per_user_server(name)
     done = mcp_account_disconnect(user=request.user, server=server)
     if not done.had_account:

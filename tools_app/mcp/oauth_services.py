@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,17 +19,18 @@ from typing import Any
 import httpx2
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import DatabaseError, close_old_connections
+from django.db import close_old_connections
 from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import ValidationError
 
 from core.api_errors import UnprocessableError
-from openprogram.mcp import MCPServerConfig, get_mcp_accounts
+from openprogram.mcp import get_mcp_accounts
 from openprogram.mcp.oauth import MCPOAuthClient, MCPOAuthError, oauth_auth
 from openprogram.mcp.oauth_handoff import finish_authorization, oauth_auth_handing_off
 from openprogram.mcp.oauth_revocation import revocation_endpoint_of, revoke_tokens
 from tools_app.mcp.account_models import MCPAccount
+from tools_app.mcp.account_sync import mcp_account_connecting
 from tools_app.mcp.models import MCPServer
 from tools_app.mcp.oauth_flows import ConsentRequest, mcp_oauth_flow_take, needs_the_user
 from tools_app.mcp.token_crypto import TokenSealError, seal, unseal
@@ -39,12 +39,9 @@ __all__ = [
     "AccountTokenStore",
     "Disconnected",
     "mcp_account_callback",
-    "mcp_account_connect_in_progress",
     "mcp_account_connect_start",
     "mcp_account_disconnect",
     "mcp_account_resume",
-    "mcp_accounts_forget_server",
-    "mcp_accounts_sync_server",
 ]
 
 logger = logging.getLogger(__name__)
@@ -142,11 +139,6 @@ def _per_user_server(server: MCPServer) -> None:
         raise UnprocessableError(f"MCP server {server.name!r} is not running")
 
 
-_starting: set[tuple[str, str]] = set()
-"""(server, user as str) whose Connect is opening a session in this process, before any account exists."""
-_starting_lock = threading.Lock()
-
-
 def mcp_account_connect_start(
     *, user: AbstractBaseUser, server: MCPServer, redirect_uri: str
 ) -> str | None:
@@ -163,10 +155,7 @@ def mcp_account_connect_start(
         server.url, _oauth_client(server, redirect_uri), store, consent.hand_off
     )
     accounts = get_mcp_accounts()
-    key = (server.name, str(user.pk))
-    with _starting_lock:
-        _starting.add(key)
-    try:
+    with mcp_account_connecting(name=server.name, user=str(user.pk)):
         accounts.connect(server.name, user.pk, signer)
         # The URL appears on the accounts loop; the connection may also settle without
         # one (stored tokens still good, or a refusal): look at both, briefly, until one shows.
@@ -184,18 +173,6 @@ def mcp_account_connect_start(
         # The attempt waits at the consent step; the callback's process finishes the flow.
         accounts.disconnect(server.name, user.pk).result(CONNECT_WAIT_SECONDS)
         return consent.url
-    finally:
-        with _starting_lock:
-            _starting.discard(key)
-
-
-def mcp_account_connect_in_progress(*, name: str, user: str) -> bool:
-    """Whether this process's Connect for ``(name, user)`` is still opening its session.
-
-    Such a session has no stored account yet; the accounts sync must leave it alone.
-    """
-    with _starting_lock:
-        return (name, user) in _starting
 
 
 def mcp_account_callback(
@@ -294,33 +271,6 @@ def _revoke(account: MCPAccount) -> list[str]:
     )
 
 
-def mcp_accounts_sync_server(*, server: MCPServer, config: MCPServerConfig) -> None:
-    """Run ``server`` as a per-user server: configure it and resume stored accounts."""
-    accounts = get_mcp_accounts()
-    accounts.configure(config)
-    if not server.enabled:
-        return
-    try:
-        rows = list(
-            MCPAccount.objects.filter(server=server)
-            .exclude(sealed_tokens="")
-            .values_list("user_id", flat=True)
-        )
-    except DatabaseError as exc:
-        logger.warning("MCP server %r: accounts not resumed (%s)", server.name, exc)
-        return
-    for user_id in rows:
-        if accounts.status(server.name, user_id)["state"] == "stopped":
-            mcp_account_resume(server=server, user_id=user_id)
-
-
 def mcp_account_resume(*, server: MCPServer, user_id: int) -> None:
     """(Re)connect ``user_id``'s session to ``server`` with the stored tokens (refreshed if due)."""
     get_mcp_accounts().connect(server.name, user_id, _signer(server, user_id, _UNUSED_REDIRECT))
-
-
-def mcp_accounts_forget_server(*, name: str) -> None:
-    """Close every user's session to ``name`` and withdraw its tools (tokens stay stored)."""
-    accounts = get_mcp_accounts()
-    if name in accounts.names():
-        accounts.remove(name)

@@ -29,9 +29,13 @@ from openprogram.mcp import (
     shutdown_mcp_accounts,
     shutdown_mcp_manager,
 )
-from tools_app.mcp.account_sync import mcp_accounts_follow_start, mcp_accounts_follow_stop
+from tools_app.mcp.account_sync import (
+    mcp_accounts_follow_start,
+    mcp_accounts_follow_stop,
+    mcp_accounts_forget_server,
+    mcp_accounts_sync_server,
+)
 from tools_app.mcp.models import MCPServer
-from tools_app.mcp.oauth_services import mcp_accounts_forget_server, mcp_accounts_sync_server
 
 __all__ = [
     "mcp_manager_is_live",
