@@ -5,7 +5,6 @@ from __future__ import annotations
 from openprogram.agent.types import AgentToolResult
 from openprogram.config import get_config
 from openprogram.programs.builtin._html_text import html_to_text
-from openprogram.programs.builtin._http_fetch import fetch_public
 from openprogram.programs.decorator import function
 from openprogram.programs.results import ToolReturn
 
@@ -27,6 +26,10 @@ async def web_fetch(url: str) -> ToolReturn | AgentToolResult:
     Args:
         url: The full http:// or https:// URL to fetch.
     """
+    # Here, not at the top: _http_fetch imports httpx (~0.15 s of CPU), and this module is
+    # imported by every process that starts Django, nearly none of which ever fetches a page.
+    from openprogram.programs.builtin._http_fetch import fetch_public
+
     config = get_config()
     page = await fetch_public(
         url,
