@@ -1,7 +1,8 @@
 """Single sign-on in Chromium against a real OpenID provider (oidc-provider, from npm).
 
 One provider (tests/sso/provider.mjs) and one site for the module; every test signs in
-through the provider's own pages and reads what the site stored with ``manage.py shell``.
+through the provider's own pages and reads what the site stored from its SQLite file
+(``DaphneServer.sql``).
 Refusals must each end on the site's refusal page (403, a sentence naming the reason),
 never a stack trace or a bare 400.
 """
