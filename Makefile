@@ -161,25 +161,18 @@ PYTEST := $(BIN)/pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
 test test-fast: export PYTHONDONTWRITEBYTECODE :=
 
 # Everything on SQLite, browser tests included (the import contracts are a unit test,
-# tests/unit/test_import_contracts.py); then, on PostgreSQL, every test that uses the test
-# database (--database-tests-only, tests/conftest.py): one that never opens it runs the
+# tests/unit/test_import_contracts.py); beside it, on PostgreSQL, every test that uses the
+# test database (--database-tests-only, tests/conftest.py: one that never opens it runs the
 # same whatever DATABASE_URL says, and the daphne servers tests start use SQLite files of
-# their own. Then the MCP client conformance suite's core scenarios. pytest's exit 5 (no
-# tests collected) fails like any other non-zero code.
+# their own), then the MCP client conformance suite's core scenarios. tests/make_test.sh
+# says how the passes share the machine. pytest's exit 5 (no tests collected) fails like any
+# other non-zero code.
 test: test-deps
 	$(BIN)/ruff check .
 	@tests/services.sh start; \
 	. var/test-services/env; \
-	$(PYTEST); rc=$$?; \
-	if [ $$rc -eq 0 ]; then echo "=== file tools and attachments again, openat2 off (the component walk)"; OPENPROGRAM_FS_FORCE_WALK=1 $(BIN)/pytest -p no:cacheprovider -q $(addprefix tests/unit/programs/builtin/test_,$(addsuffix .py,read write edit list_dir glob grep swapped_path)) tests/integration/chat_app/test_attachments.py::test_a_directory_swapped_for_a_symlink_at_any_step_never_sends_the_file_outside; rc=$$?; fi; \
-	if [ $$rc -eq 0 ]; then \
-	  echo "=== again on PostgreSQL (the tests that use the database), connections kept as in production"; \
-	  OPENPROGRAM_TEST_PRODUCTION_CONNECTIONS=1 DATABASE_URL=$$TEST_POSTGRES_URL $(PYTEST) --database-tests-only -m "not e2e"; rc=$$?; \
-	fi; \
-	if [ $$rc -eq 0 ]; then \
-	  echo "=== MCP client conformance: the suite's core scenarios (make conformance runs all)"; \
-	  $(BIN)/python tests/conformance/run_suite.py --node $(NODE) --suite-js $(CONFORMANCE_JS) --group core; rc=$$?; \
-	fi; \
+	BIN=$(BIN) NODE=$(NODE) CONFORMANCE_JS=$(CONFORMANCE_JS) TEST_WORKERS=$(TEST_WORKERS) \
+	  tests/make_test.sh; rc=$$?; \
 	tests/services.sh stop; exit $$rc
 
 # Between commits: lint, the import contracts and every unit, component and integration
