@@ -32,6 +32,14 @@ def demo(tmp_path_factory) -> Iterator[OAuthDemo]:
 def site(tmp_path_factory, demo: OAuthDemo) -> Iterator[DaphneServer]:
     srv = make_server(tmp_path_factory.mktemp("accounts-home"))
     srv.create_users()
+    _add_notes_server(srv, demo)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def _add_notes_server(srv: DaphneServer, demo: OAuthDemo) -> None:
+    """The demo's "notes" server, with an account per user, in ``srv``'s database."""
     srv.insert(
         MCPServer,
         name="notes",
@@ -40,9 +48,6 @@ def site(tmp_path_factory, demo: OAuthDemo) -> Iterator[DaphneServer]:
         per_user_auth=True,
         timeout_seconds=10,
     )
-    srv.start()
-    yield srv
-    srv.stop()
 
 
 def _explain(page: Page, tool: str) -> dict:

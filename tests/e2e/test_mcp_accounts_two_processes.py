@@ -17,11 +17,10 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from tests.e2e.conftest import login
-from tests.e2e.test_mcp_accounts import TOOL, _account, _explain
+from tests.e2e.test_mcp_accounts import TOOL, _account, _add_notes_server, _explain
 from tests.fakes.oauth_launch import OAuthDemo, oauth_demo
 from tests.servers import DaphneServer, another_process, make_server
 from tools_app.mcp.account_sync import SYNC_SECONDS
-from tools_app.mcp.models import MCPServer
 
 pytestmark = pytest.mark.e2e
 
@@ -37,14 +36,7 @@ def two_sites(tmp_path_factory, demo: OAuthDemo) -> Iterator[tuple[DaphneServer,
     home = tmp_path_factory.mktemp("two-process-home")  # one database, one secret key
     first = make_server(home)
     first.create_users()
-    first.insert(
-        MCPServer,
-        name="notes",
-        transport="http",
-        url=demo.url,
-        per_user_auth=True,
-        timeout_seconds=10,
-    )
+    _add_notes_server(first, demo)
     second = another_process(first)
     first.start()
     second.start()
