@@ -3,11 +3,11 @@
 # (tests/services.sh). Called by the Makefile with BIN, NODE, CONFORMANCE_JS and
 # TEST_WORKERS in the environment.
 #
-# The SQLite pass (every test, browser tests last) runs in TEST_WORKERS processes. Its
-# CPU is not busy all the time (browser tests and real servers wait on each other), so
-# the PostgreSQL pass and then the MCP conformance suite run beside it in one process of
-# their own, in the run's first minutes, before the browser tests start. Their output is
-# kept in var/test-logs/ and printed once the SQLite pass is done. Every pass runs
+# The SQLite pass (every test, browser tests last) runs in TEST_WORKERS processes. Alone
+# it left about a third of two cores idle (browser tests and real servers wait on each
+# other), so the PostgreSQL pass and then the MCP conformance suite run beside it, from
+# the start, in one process of their own. Their output is kept in var/test-logs/ and
+# printed once the SQLite pass is done. Every pass runs
 # whatever another one's result, and the run fails when any of them fails (pytest's exit 5,
 # no tests collected, included).
 set -uo pipefail
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 : "${BIN:?} ${NODE:?} ${CONFORMANCE_JS:?} ${TEST_WORKERS:?}"
 pytest=("$BIN/pytest" -p no:cacheprovider)
 xdist=(-n "$TEST_WORKERS" --dist loadscope)
-logs=var/test-logs
+logs=${TEST_LOGS_DIR:-var/test-logs}
 mkdir -p "$logs"
 
 beside() {
