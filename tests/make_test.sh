@@ -7,9 +7,10 @@
 # it left about a third of two cores idle (browser tests and real servers wait on each
 # other), so the PostgreSQL pass and then the MCP conformance suite run beside it, from
 # the start, in one process of their own. Their output is kept in var/test-logs/ and
-# printed once the SQLite pass is done. Every pass runs
-# whatever another one's result, and the run fails when any of them fails (pytest's exit 5,
-# no tests collected, included).
+# printed once the SQLite pass is done. Every pass runs whatever another one's result,
+# and the run fails when any of them fails (pytest's exit 5, no tests collected,
+# included). TEST_WORKERS=0 runs each pass in a single process (the two still side by
+# side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${BIN:?} ${NODE:?} ${CONFORMANCE_JS:?} ${TEST_WORKERS:?}"
