@@ -8,8 +8,6 @@ global switch beside the name.
 
 from __future__ import annotations
 
-import datetime
-import hashlib
 import re
 import secrets
 import uuid
@@ -21,6 +19,8 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from accounts.models import LoginToken
+from accounts.services import LOGIN_TOKEN_TTL
+from accounts.services import _hash as login_token_hash
 from tests.e2e.conftest import login
 from tests.e2e.sizes import SIZES, sized_page
 
@@ -48,8 +48,8 @@ def _one_time_link(server) -> tuple[str, str]:
     server.insert(
         LoginToken,
         user_id=admin.pk,
-        token_hash=hashlib.sha256(token.encode()).hexdigest(),  # only its hash is stored
-        expires_at=timezone.now() + datetime.timedelta(hours=12),
+        token_hash=login_token_hash(token),  # only its hash is stored, as the app stores it
+        expires_at=timezone.now() + LOGIN_TOKEN_TTL,
     )
     return username, f"{server.url}/login/token/{token}/"
 
