@@ -45,7 +45,7 @@ from chat_app.turns import (
 )
 from core.api_errors import DomainError
 from core.consumer_loop import ConsumerLoop
-from core.socket_frames import CLOSE_TOO_LARGE, too_large_frame
+from core.socket_frames import CLOSE_TOO_LARGE, FRAME_WRITER, FrameWriter, too_large_frame
 
 __all__ = ["CLOSE_NOT_FOUND", "CLOSE_UNAUTHENTICATED", "ChatConsumer"]
 
@@ -250,6 +250,9 @@ class ChatConsumer(ConsumerLoop, AsyncJsonWebsocketConsumer):
         await handler(message)
 
     async def chat_events(self, message: dict[str, Any]) -> None:
-        """A turn's relayed events: frames the relay encoded once for every tab."""
+        """A turn's relayed events: frames the relay encoded once for every tab, each written
+        at once by the server's frame writer when it has one (``core.socket_frames``)."""
+        writer: FrameWriter | None = self.scope.get(FRAME_WRITER)
         for frame in message["frames"]:
-            await self.base_send({"type": "websocket.send", "text": frame})
+            if writer is None or not writer.write_text(frame):
+                await self.base_send({"type": "websocket.send", "text": frame})

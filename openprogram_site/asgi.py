@@ -24,9 +24,12 @@ http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        # Scheme, host and port must all match (openprogram_site/origins.py).
+        # Scheme, host and port must all match (openprogram_site/origins.py). Relayed
+        # frames are written at once (daphne_patches.FrameWriterInScope).
         "websocket": ExactOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+            daphne_patches.FrameWriterInScope(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
             settings.WEBSOCKET_ALLOWED_ORIGINS,
         ),
     }

@@ -25,20 +25,39 @@ The patches:
   of daphne's request class are wrapped: a declared ``Content-Length`` over the limit is
   answered 413 when the headers arrive, a chunked body when it passes the limit; nothing
   of it is kept.
+- **Relayed text frames written at once** (:class:`DirectTextFrames`, put in each
+  WebSocket's scope by :class:`FrameWriterInScope` under ``core.socket_frames.FRAME_WRITER``).
+  Through daphne's ASGI send a frame passes daphne's ``handle_reply``, autobahn's
+  ``sendMessage`` → ``sendFrame`` → ``sendData`` (which formats a debug line's arguments
+  on every frame, logging on or off) and Twisted's ``transport.write``, which never writes
+  at once: it registers the socket with the reactor (an ``epoll_ctl``), writes on the
+  loop's next turn through its logging context, then unregisters it (another). A
+  streaming chat writes a frame to every tab about every 20 ms, and that path was what
+  kept 100 streaming chats' event loop saturated (docs/decisions/direct-frames.md). The
+  writer frames the text itself (RFC 6455, unmasked, as a server sends) and sends it on
+  the socket when nothing of the connection waits in Twisted, else hands it to
+  ``transport.write`` behind what waits, so the wire's order is the order of the calls.
+  It only reads library state, and declines (the caller uses the ASGI send) whenever the
+  connection is not a plain open one: not daphne's send, TLS, not accepted yet or
+  closing, compression negotiated, autobahn's own queue in use, frame logging on, a
+  frame over daphne's size limit or autobahn's fragment size.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import inspect
 import json
 from typing import Any
 
-from core.socket_frames import CLOSE_TOO_LARGE, too_large_frame
+from core.socket_frames import CLOSE_TOO_LARGE, FRAME_WRITER, too_large_frame
 
 __all__ = [
     "RELIED_ON",
     "VERIFIED",
+    "DirectTextFrames",
+    "FrameWriterInScope",
     "PatchTargetMissing",
     "install",
     "missing_targets",
@@ -58,8 +77,9 @@ RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
     # instance, ``self.<name> =`` or the quoted name (autobahn's options, set with
     # ``setattr`` from a list of names) in the source of the class or one of its bases.
     "daphne": (
-        ("daphne.ws_protocol", "WebSocketProtocol", ("_max_message_size_exceeded",)),
+        ("daphne.ws_protocol", "WebSocketProtocol", ("_max_message_size_exceeded", "transport")),
         ("daphne.http_protocol", "WebRequest", ("gotLength", "handleContentChunk", "process")),
+        ("daphne.server", "Server", ("handle_reply", "connections")),
     ),
     "autobahn": (
         (
@@ -73,10 +93,31 @@ RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
                 "state",
                 "failedByMe",
                 "failByDrop",
+                "send_queue",
+                "logFrames",
+                "logOctets",
+                "maxMessagePayloadSize",
+                "autoFragmentSize",
+                "_perMessageCompress",
             ),
         ),
     ),
-    "twisted": (("twisted.web.http", "Request", ("content", "channel")),),
+    "twisted": (
+        ("twisted.web.http", "Request", ("content", "channel")),
+        (
+            "twisted.internet.tcp",
+            "Server",
+            (
+                "connected",
+                "disconnecting",
+                "_tempDataLen",
+                "dataBuffer",
+                "offset",
+                "writeSomeData",
+                "write",
+            ),
+        ),
+    ),
 }
 
 _BODY = b"Request body too large for this server.\n"
@@ -227,3 +268,100 @@ def oversize_bodies_refused(limit: int) -> None:
     WebRequest.gotLength = gotLength
     WebRequest.handleContentChunk = handleContentChunk
     WebRequest.process = guarded_process
+
+
+# --- relayed text frames written at once ---------------------------------------------------
+
+
+def _text_frame(payload: bytes) -> bytes:
+    """One unfragmented, unmasked text frame (RFC 6455 5.2), as a server sends it."""
+    size = len(payload)
+    if size < 126:
+        return bytes((0x81, size)) + payload
+    if size < 65536:
+        return b"\x81\x7e" + size.to_bytes(2, "big") + payload
+    return b"\x81\x7f" + size.to_bytes(8, "big") + payload
+
+
+class DirectTextFrames:
+    """Text frames for one daphne WebSocket connection (the module docstring says why)."""
+
+    __slots__ = ("_connections", "_protocol")
+
+    def __init__(self, connections: dict[Any, dict[str, Any]], protocol: Any) -> None:
+        self._connections = connections
+        self._protocol = protocol
+
+    @classmethod
+    def of(cls, send: Any) -> DirectTextFrames | None:
+        """The writer behind ``send`` if it is daphne's plain-TCP WebSocket send, else None."""
+        try:
+            from daphne.server import Server
+            from daphne.ws_protocol import WebSocketProtocol
+            from twisted.internet.tcp import Server as TCPServer
+        except ImportError:  # served by another ASGI server
+            return None
+        if not isinstance(send, functools.partial) or len(send.args) != 1 or send.keywords:
+            return None
+        if getattr(send.func, "__func__", None) is not Server.handle_reply:
+            return None
+        protocol = send.args[0]
+        # Exactly Twisted's TCP connection: TLS and other transports keep daphne's path.
+        if not isinstance(protocol, WebSocketProtocol):
+            return None
+        if type(getattr(protocol, "transport", None)) is not TCPServer:
+            return None
+        return cls(send.func.__self__.connections, protocol)
+
+    def write_text(self, text: str) -> bool:
+        """Write ``text`` as one text frame; False when daphne's send must do it instead."""
+        protocol = self._protocol
+        if (
+            not text  # daphne sends nothing for an empty text: its path decides
+            or protocol.state != protocol.STATE_OPEN
+            or protocol.send_queue
+            or protocol.logFrames
+            or protocol.logOctets
+            or protocol._perMessageCompress is not None
+        ):
+            return False
+        connection = self._connections.get(protocol)
+        if connection is None or connection.get("disconnected"):
+            return True  # daphne drops a send to a gone connection without a word: so do we
+        payload = text.encode()
+        if (0 < protocol.maxMessagePayloadSize < len(payload)) or (
+            0 < protocol.autoFragmentSize < len(payload)
+        ):
+            return False  # daphne's path raises autobahn's error or fragments, as ever
+        frame = _text_frame(payload)
+        transport = protocol.transport
+        if (
+            transport.connected
+            and not transport.disconnecting
+            and not transport._tempDataLen
+            and len(transport.dataBuffer) == transport.offset
+        ):
+            # Nothing of this connection waits in Twisted: send now. What a partial send
+            # leaves, or all of it after an error, goes to Twisted's buffer, which writes
+            # it on or reports the lost connection.
+            sent = transport.writeSomeData(frame)
+            if isinstance(sent, int) and sent > 0:
+                if sent == len(frame):
+                    return True
+                frame = frame[sent:]
+        transport.write(frame)
+        return True
+
+
+class FrameWriterInScope:
+    """ASGI middleware: a WebSocket served by daphne gets its :class:`DirectTextFrames`
+    in its scope (``core.socket_frames.FRAME_WRITER``); anything else passes unchanged."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        writer = DirectTextFrames.of(send) if scope.get("type") == "websocket" else None
+        if writer is not None:
+            scope = {**scope, FRAME_WRITER: writer}
+        await self.inner(scope, receive, send)
