@@ -28,11 +28,6 @@ than the last, so that the waits grew by the timer's lateness piece after piece)
 timer's callback sends the window's pieces itself through the single-process layer, which
 never waits (``LocalChannelLayer.group_send_nowait``); with Redis it starts a task that
 sends them.
-
-A saturated event loop fires these timers late. How late, smoothed per loop, widens the
-windows (20 ms plus twice the lateness, at most 100 ms): fewer, larger frames, each a
-group message, a wake-up of every tab's receive task and a socket write, which is what
-frees the loop again. With timers on time the windows stay at 20 ms.
 """
 
 from __future__ import annotations
@@ -40,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import weakref
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -66,12 +60,8 @@ RELAY_WINDOW_SECONDS = 0.02
 """How long a streamed piece may wait to be merged with the next: a model streaming 50
 pieces a second sends one about every 20 ms, so under load most frames carry several
 pieces (one group message and one socket write for them), and on a loop that keeps up
-a piece waits at most this long. A loop that runs late widens it (:func:`_window_seconds`)."""
-_WIDEST_WINDOW_SECONDS = 0.1
-"""The widest a window gets while the event loop runs late (:func:`_window_seconds`)."""
-
-_lateness: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, float] = weakref.WeakKeyDictionary()
-"""Per event loop: how late its window timers fire, smoothed (how far behind it runs)."""
+a piece waits at most this long. The window does not widen when the loop runs late
+(docs/decisions/relay-delivery.md: that cost more latency than the frames it saved)."""
 
 _SHARED_TIMER_SECONDS = 0.001
 """Windows closing this close together share a timer; a window may close this much early."""
@@ -164,28 +154,6 @@ def relay_message(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "chat.events", "frames": [event_frame(event) for event in events]}
 
 
-def _window_seconds(loop: asyncio.AbstractEventLoop) -> float:
-    """How long the next window stays open: ``RELAY_WINDOW_SECONDS``, widened (up to
-    ``_WIDEST_WINDOW_SECONDS``) by twice how late this loop's window timers fire.
-
-    At a model's pace a 20 ms window holds one piece, so each piece is a group message, a
-    queue and receive-task wake-up and a socket write for every tab. When the loop is
-    saturated its timers fire late and pieces queue behind that work: wider windows merge
-    them into fewer messages, which is what frees the loop. An idle loop's timers are on
-    time and its windows stay at 20 ms."""
-    late = _lateness.get(loop, 0.0)
-    if late <= 0.0:
-        return RELAY_WINDOW_SECONDS
-    widened = min(_WIDEST_WINDOW_SECONDS, RELAY_WINDOW_SECONDS + 2 * late)
-    return max(RELAY_WINDOW_SECONDS, widened)
-
-
-def _lateness_note(loop: asyncio.AbstractEventLoop, late: float) -> None:
-    """A window timer fired ``late`` seconds after its window's end: fold it in."""
-    before = _lateness.get(loop, 0.0)
-    _lateness[loop] = before + 0.2 * (max(0.0, late) - before)
-
-
 class GroupRelay:
     """Sends one conversation's events to its group; see the module docstring."""
 
@@ -235,14 +203,12 @@ class GroupRelay:
             else:  # nothing to merge
                 await self._send_all(events)
             if streamed:
-                self._window_until = loop.time() + _window_seconds(loop)
+                self._window_until = loop.time() + RELAY_WINDOW_SECONDS
 
     def close_window(self, timer: list[GroupRelay]) -> None:
         """``timer`` went off: if it still closes this window, the window's time is up."""
         if self._timer is not timer:
             return  # an event went out since and closed it
-        loop = asyncio.get_running_loop()
-        _lateness_note(loop, loop.time() - self._window_until)
         self._timer = None
         self._window_until = 0.0
         if not self._waiting:
@@ -275,7 +241,7 @@ class GroupRelay:
 
     def _reopen_window(self) -> None:
         loop = asyncio.get_running_loop()
-        self._window_until = loop.time() + _window_seconds(loop)
+        self._window_until = loop.time() + RELAY_WINDOW_SECONDS
 
     async def _send_all(self, events: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> None:
         await group_send_safely(self.group, relay_message(list(events)), layer=self._layer)
