@@ -37,8 +37,9 @@ The patches:
   writer frames the text itself (RFC 6455, unmasked, as a server sends) and sends it on
   the socket when nothing of the connection waits in Twisted, else hands it to
   ``transport.write`` behind what waits, so the wire's order is the order of the calls.
-  It only reads library state, and declines (the caller uses the ASGI send) whenever the
-  connection is not a plain open one: not daphne's send, TLS, not accepted yet or
+  It replaces nothing in the libraries (it reads their state and writes through Twisted's
+  own ``writeSomeData`` and ``write``), and declines (the caller uses the ASGI send)
+  whenever the connection is not a plain open one: not daphne's send, TLS, not accepted yet or
   closing, compression negotiated, autobahn's own queue in use, frame logging on, a
   frame over daphne's size limit or autobahn's fragment size.
 """
