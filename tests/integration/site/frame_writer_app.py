@@ -4,8 +4,9 @@
 as the chat socket does. For each ``{"count", "size"}`` request it says whether its scope
 holds a frame writer, then writes ``count`` frames ``{"seq", "pad"}`` (two of every three
 through the writer, the third through daphne's own ASGI send, interleaved), then
-``{"done": count, "oversize_declined": ...}``. ``/ws/stack/`` says whether the product's
-chat sockets sit behind the writer's middleware. Anything else goes to the product's app.
+``{"done": count, "direct": frames the writer took, "oversize_declined": ...}``.
+``/ws/stack/`` says whether the product's chat sockets sit behind the writer's middleware.
+Anything else goes to the product's app.
 """
 
 # ruff: noqa: I001 (the product app first: it sets Django up before Django models load)
@@ -38,12 +39,15 @@ async def _frames_socket(scope: dict[str, Any], receive: Any, send: Any) -> None
         head = {"writer": writer is not None, "declined_before_accept": not early}
         await send({"type": "websocket.send", "text": json.dumps(head)})
         pad = "x" * request["size"]
+        direct = 0
         for seq in range(request["count"]):
             text = json.dumps({"seq": seq, "pad": pad})
-            if seq % 3 == 2 or writer is None or not writer.write_text(text):
+            if seq % 3 != 2 and writer is not None and writer.write_text(text):
+                direct += 1
+            else:
                 await send({"type": "websocket.send", "text": text})
         oversize = writer is not None and not writer.write_text(OVERSIZE)
-        done = {"done": request["count"], "oversize_declined": oversize}
+        done = {"done": request["count"], "direct": direct, "oversize_declined": oversize}
         await send({"type": "websocket.send", "text": json.dumps(done)})
 
 
