@@ -203,7 +203,7 @@ class GroupRelay:
             else:  # nothing to merge
                 await self._send_all(events)
             if streamed:
-                self._window_until = loop.time() + RELAY_WINDOW_SECONDS
+                self._reopen_window()
 
     def close_window(self, timer: list[GroupRelay]) -> None:
         """``timer`` went off: if it still closes this window, the window's time is up."""
