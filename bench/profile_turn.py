@@ -69,7 +69,10 @@ _AREAS = (
     ("channel layer (group messages)", "channels/layers.py"),
     # A relayed frame reaches its socket through ChatConsumer.dispatch, under Channels'
     # auth middleware: not the socket's login.
-    ("relayed frames to sockets (consumer, session wrapper, daphne)", "chat_events"),
+    (
+        "relayed frames to sockets (consumer, frame writer; daphne's send if it declines)",
+        "chat_events",
+    ),
     ("database: socket login (session, user)", "channels/auth.py"),
     ("database: socket connect and catch-up", "connect_job"),
     ("socket connect, messages, disconnect (consumers)", "consumers.py"),
