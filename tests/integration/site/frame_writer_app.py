@@ -5,7 +5,8 @@ as the chat socket does. For each ``{"count", "size"}`` request it says whether 
 holds a frame writer, then writes ``count`` frames ``{"seq", "pad"}`` (two of every three
 through the writer, the third through daphne's own ASGI send, interleaved), then
 ``{"done": count, "direct": frames the writer took, "oversize_declined": ...}``.
-``/ws/stack/`` says whether the product's chat sockets sit behind the writer's middleware.
+A ``{"close": code}`` request closes the socket, then offers the writer one more frame,
+which it must decline. ``/ws/stack/`` says whether the product's chat sockets sit behind the writer's middleware.
 Anything else goes to the product's app.
 """
 
@@ -36,6 +37,11 @@ async def _frames_socket(scope: dict[str, Any], receive: Any, send: Any) -> None
         if message["type"] == "websocket.disconnect":
             return
         request = json.loads(message["text"])
+        if "close" in request:  # as a socket whose login ended closes mid-turn
+            await send({"type": "websocket.close", "code": request["close"]})
+            if writer is not None and writer.write_text("after close"):
+                raise AssertionError("the writer wrote a frame after the close frame")
+            return
         head = {"writer": writer is not None, "declined_before_accept": not early}
         await send({"type": "websocket.send", "text": json.dumps(head)})
         pad = "x" * request["size"]

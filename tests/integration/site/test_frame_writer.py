@@ -10,14 +10,20 @@ frame's header as RFC 6455 says.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 from collections.abc import Iterator
 
 import pytest
+from autobahn.websocket.protocol import PreparedMessage
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from bench._ws import daphne_start
+from chat_app.consumers import ChatConsumer
+from core.socket_frames import FRAME_WRITER
+from openprogram_site.daphne_patches import DirectTextFrames, FrameWriterInScope, _text_frame
 from tests.servers import DaphneServer, make_server
 
 APP = "tests.integration.site.frame_writer_app:application"
@@ -73,6 +79,22 @@ def test_frame_sizes_at_each_length_encoding_arrive_whole(server):
         assert [len(json.dumps(frame)) for frame in frames] == [request["size"] + overhead] * 3
 
 
+def test_nothing_is_written_after_the_socket_is_closed(server):
+    async def close_then_listen() -> tuple[list[str], int | None]:
+        async with connect(f"ws://127.0.0.1:{server.port}/ws/frames/") as ws:
+            await ws.send(json.dumps({"count": 3, "size": 1}))
+            await ws.send(json.dumps({"close": 4401}))
+            texts = []
+            with contextlib.suppress(ConnectionClosed):
+                while True:
+                    texts.append(await asyncio.wait_for(ws.recv(), 30))
+            return texts, ws.close_code
+
+    texts, code = asyncio.run(close_then_listen())
+    assert code == 4401  # a clean close: no frame after it broke the protocol (1002)
+    assert "after close" not in texts and json.loads(texts[-1])["done"] == 3
+
+
 def test_the_products_chat_sockets_sit_behind_the_frame_writer(server):
     async def probe() -> dict:
         async with connect(f"ws://127.0.0.1:{server.port}/ws/stack/") as ws:
@@ -83,10 +105,6 @@ def test_the_products_chat_sockets_sit_behind_the_frame_writer(server):
 
 @pytest.mark.parametrize("size", [0, 1, 125, 126, 127, 65535, 65536, 70_000])
 def test_a_frame_is_byte_for_byte_what_autobahn_would_send(size):
-    from autobahn.websocket.protocol import PreparedMessage
-
-    from openprogram_site.daphne_patches import _text_frame
-
     payload = ("é" * size).encode()[:size]
     assert _text_frame(payload) == PreparedMessage(payload, False, False, True).payloadHybi
 
@@ -96,9 +114,6 @@ async def _record(sent: list, message: dict) -> None:
 
 
 def test_any_send_but_daphnes_gets_no_writer_and_its_scope_is_left_alone():
-    from core.socket_frames import FRAME_WRITER
-    from openprogram_site.daphne_patches import DirectTextFrames, FrameWriterInScope
-
     sent: list = []
     assert DirectTextFrames.of(functools.partial(_record, sent)) is None
     assert DirectTextFrames.of(print) is None
@@ -128,9 +143,6 @@ class _Writer:
 
 
 def test_the_chat_consumer_sends_each_frame_its_writer_declines_through_the_asgi_send():
-    from chat_app.consumers import ChatConsumer
-    from core.socket_frames import FRAME_WRITER
-
     frames = {"type": "chat.events", "frames": ["a", "b", "c"]}
     for writer, direct, through_send in [
         (None, [], ["a", "b", "c"]),
